@@ -1,0 +1,127 @@
+# remat - build, test, benchmark, install.
+#
+#   make            build/remat (CLI) and build/libremat.a
+#   make check      install missing Debian packages, build, run every test
+#   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
+#   make valgrind   the unit tests under valgrind (no leaks, no errors)
+#   make bench      benchmarks that print figures (never pass/fail on time)
+#   make demo       plan the bundled transformer graph
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# BUILD=dir puts every output in another directory, so parallel work (or a
+# sanitizer build) does not clobber build/.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+PKGS    := igraph libcjson
+VERSION := 0.1.0
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+GLPK_LIBS  := $(shell test -e /usr/include/glpk.h && echo -lglpk)
+GLPK_DEF   := $(if $(GLPK_LIBS),-DREMAT_HAVE_GLPK=1,)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+OPT     ?= -O2 -g
+CFLAGS  ?=
+CFLAGS  += -std=c11 $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(GLPK_DEF) -DREMAT_VERSION=\"$(VERSION)\" -MMD -MP
+LDLIBS  += $(PKG_LIBS) $(GLPK_LIBS) -lm
+
+LIB_SRC  := $(sort $(wildcard src/util/*.c src/load/*.c src/analyze/*.c src/exec/*.c src/plan/*.c \
+                               src/report/*.c src/ledger/*.c))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/check_*.c))
+TEST_LIB := tests/test_util.c
+SUITES   := $(patsubst tests/check_%.c,%,$(TEST_SRC))
+BENCH_SRC:= $(sort $(wildcard tests/bench/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_LIB:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all check test sanitize valgrind bench demo install uninstall clean deps
+
+all: $(BUILD)/remat $(BUILD)/libremat.a
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# Suite constructors are declared only in the generated runner.
+$(BUILD)/obj/tests/%.o: CFLAGS += $(CHECK_CFLAGS) -Wno-missing-prototypes
+
+$(BUILD)/libremat.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/remat: $(CLI_OBJ) $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libremat.a $(LDLIBS)
+
+# The runner is generated: every tests/check_NAME.c exports `Suite *NAME_suite(void)`.
+$(BUILD)/gen/check_main.c: $(TEST_SRC) Makefile tests/runner.c.in
+	@mkdir -p $(dir $@)
+	{ echo '#include <check.h>'; \
+	  for s in $(SUITES); do echo "Suite *$${s}_suite(void);"; done; \
+	  echo 'static Suite *(*const suites[])(void) = {'; \
+	  for s in $(SUITES); do echo "    $${s}_suite,"; done; \
+	  echo '};'; cat tests/runner.c.in; } > $@
+
+$(BUILD)/obj/gen/check_main.o: $(BUILD)/gen/check_main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
+
+$(BUILD)/check_remat: $(TEST_OBJ) $(BUILD)/obj/gen/check_main.o $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/obj/gen/check_main.o $(BUILD)/libremat.a $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/bench_remat: $(BENCH_OBJ) $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libremat.a $(LDLIBS)
+
+# Installs the Debian packages only when pkg-config cannot find them.
+deps:
+	@pkg-config --exists $(PKGS) check || sh scripts/install-deps.sh
+
+check: deps
+	$(MAKE) --no-print-directory all $(BUILD)/check_remat
+	REMAT_FIXTURES=tests/fixtures $(BUILD)/check_remat
+	sh tests/cli_test.sh $(BUILD)/remat
+
+test: check
+
+sanitize: deps
+	$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" build-san/remat build-san/check_remat
+	CK_FORK=no REMAT_FIXTURES=tests/fixtures build-san/check_remat
+	sh tests/cli_test.sh build-san/remat
+
+valgrind: deps
+	$(MAKE) --no-print-directory all $(BUILD)/check_remat
+	CK_FORK=no REMAT_FIXTURES=tests/fixtures valgrind --quiet --error-exitcode=9 --leak-check=full \
+		--errors-for-leak-kinds=definite,indirect $(BUILD)/check_remat
+
+bench: deps
+	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
+	$(BUILD)/bench_remat $(BUILD)/remat
+
+demo: all
+	$(BUILD)/remat lifetimes graphs/mlp2.json
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/remat
+	install -m 755 $(BUILD)/remat $(DESTDIR)$(PREFIX)/bin/remat
+	install -m 644 $(BUILD)/libremat.a $(DESTDIR)$(PREFIX)/lib/libremat.a
+	install -m 644 include/remat.h $(DESTDIR)$(PREFIX)/include/remat.h
+	install -m 644 include/remat/*.h $(DESTDIR)$(PREFIX)/include/remat/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/remat $(DESTDIR)$(PREFIX)/lib/libremat.a $(DESTDIR)$(PREFIX)/include/remat.h
+	rm -rf $(DESTDIR)$(PREFIX)/include/remat
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)

@@ -1,0 +1,14 @@
+/*
+ * remat.h - umbrella header: everything a C caller needs.
+ *
+ * Pipeline: load (remat/graph.h) -> analyze (remat/analyze.h) -> plan and
+ * replay (later stages) -> report. See README.md for a usage example.
+ */
+#ifndef REMAT_H
+#define REMAT_H
+
+#include "remat/util.h"
+#include "remat/graph.h"
+#include "remat/analyze.h"
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * remat/report.h - documents for people and programs: lifetime tables and
+ * JSON (and, in later stages, traces, CSV and SVG).
+ *
+ * Every function here builds the whole document in memory and returns it as
+ * a NUL-terminated string the caller frees with remat_free, so that a CLI
+ * writes an output whole or not at all.
+ *
+ *     size_t len;
+ *     char *json = remat_report_lifetimes(a, REMAT_REPORT_JSON, &len, &err);
+ *     fwrite(json, 1, len, stdout);
+ *     remat_free(json);
+ */
+#ifndef REMAT_REPORT_H
+#define REMAT_REPORT_H
+
+#include "remat/analyze.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { REMAT_REPORT_TEXT, REMAT_REPORT_JSON } remat_report_format;
+
+/* The lifetime table of DESIGN section 3: every step, and for every tensor
+ * its kind, bytes, birth, last forward use, last backward use, free step and
+ * its gradient's lifetime. JSON:
+ *   {"graph": name, "steps": ["fwd:h1", ...],
+ *    "tensors": [{"id", "kind", "bytes", "birth", "last_fwd_use", "last_bwd_use", "free",
+ *                 "grad_birth", "grad_free", "storage"?}, ...]}
+ * Step fields are step names or null. O(tensors + steps). NULL on ENOMEM. */
+char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, size_t *len, remat_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,19 @@
+#!/bin/sh
+# install-deps.sh - install the Debian packages remat builds and tests with.
+# Idempotent: packages already present are left alone, and apt is only asked
+# when something is missing. Needs root (or sudo) for apt-get.
+set -eu
+PKGS="build-essential pkg-config libigraph-dev libcjson-dev check libglpk-dev valgrind librsvg2-bin libxml2-utils"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,58 @@
+/*
+ * cli.h - what the subcommands share: exit codes, the command table's shape,
+ * and helpers to load a graph and print errors the same way everywhere.
+ * Only main() exits; every cmd_x returns an exit code.
+ */
+#ifndef REMAT_CLI_H
+#define REMAT_CLI_H
+
+#include "remat.h"
+#include "remat/report.h"
+#include "util/util_internal.h"
+
+#include <stdio.h>
+
+/* Documented in README.md ("Exit codes"). */
+typedef enum {
+    REMAT_EXIT_OK = 0,
+    REMAT_EXIT_FAIL = 1,       /* the job ran and its answer is "no": an invalid schedule */
+    REMAT_EXIT_USAGE = 2,      /* bad command line */
+    REMAT_EXIT_INPUT = 3,      /* bad or unreadable input file */
+    REMAT_EXIT_INFEASIBLE = 4, /* no plan meets the budget */
+    REMAT_EXIT_INTERNAL = 5    /* out of memory, I/O failure on output, a bug */
+} remat_exit;
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;   /* one line after "remat NAME " */
+    const char *summary; /* one line for `remat help` */
+} remat_command;
+
+/* Maps a status to an exit code. */
+int remat_cli_exit_for(remat_status st);
+
+/* Prints "remat: <msg>" to stderr and returns the exit code for err. */
+int remat_cli_fail(const remat_err *err);
+
+/* Prints "remat NAME: <msg>\nusage: ..." and returns REMAT_EXIT_USAGE. */
+int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prints the usage of cmd (for --help) to f. */
+void remat_cli_print_usage(FILE *f, const char *cmd);
+
+/* Loads and analyzes path; on failure prints the error, returns its exit
+ * code and leaves *g and *a NULL. */
+int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a);
+
+/* Writes text to path ("-" = stdout) atomically; returns an exit code. */
+int remat_cli_write(const char *path, const char *text, size_t len);
+
+int cmd_lifetimes(int argc, char **argv);
+
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * err.c - status names and first-error-wins error records.
+ */
+#include "remat/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const status_names[] = {
+#define REMAT__STATUS_STR(name, text) text,
+    REMAT_STATUS_MAP(REMAT__STATUS_STR)
+#undef REMAT__STATUS_STR
+};
+
+const char *remat_status_str(remat_status code)
+{
+    if ((int)code < 0 || code >= REMAT_STATUS_COUNT)
+        return "unknown status";
+    return status_names[code];
+}
+
+void remat_err_init(remat_err *err)
+{
+    if (!err)
+        return;
+    err->code = REMAT_OK;
+    err->msg[0] = '\0';
+}
+
+remat_status remat_err_set(remat_err *err, remat_status code, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    /* The first error is the cause; later ones are usually its echoes. */
+    if (err->code != REMAT_OK)
+        return err->code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}

@@ -1,0 +1,81 @@
+/*
+ * util_internal.h - helpers shared by every module but not part of the API:
+ * the one allocation gate, a growable string buffer and hashing.
+ */
+#ifndef REMAT_UTIL_INTERNAL_H
+#define REMAT_UTIL_INTERNAL_H
+
+#include "remat/util.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* All heap memory goes through these four so that tests can make the Nth
+ * allocation fail (remat__alloc_fail_at) and check that every path reports
+ * REMAT_ENOMEM cleanly. They behave like the libc functions. */
+void *remat__malloc(size_t n);
+void *remat__calloc(size_t count, size_t size);
+void *remat__realloc(void *p, size_t n);
+void remat__free(void *p);
+char *remat__strdup(const char *s);
+/* calloc of count*size with the product checked; NULL on overflow too. */
+void *remat__array(size_t count, size_t size);
+
+/* Test hook: allocation number n (1-based, counted from this call) fails;
+ * n = 0 turns injection off. Returns the number of allocations made since
+ * the previous call. This is the only mutable global in remat: it exists
+ * for fault-injection tests and is never set in normal runs. */
+uint64_t remat__alloc_fail_at(uint64_t n);
+
+/* A growable, always NUL-terminated string. On allocation failure it sets
+ * `failed` and ignores further appends, so callers check once at the end. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed;
+} remat_buf;
+
+void remat_buf_init(remat_buf *b);
+void remat_buf_destroy(remat_buf *b);
+void remat_buf_puts(remat_buf *b, const char *s);
+void remat_buf_putn(remat_buf *b, const char *s, size_t n);
+void remat_buf_printf(remat_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends s as a JSON string literal, quotes included. */
+void remat_buf_json_str(remat_buf *b, const char *s);
+
+/* Writes data to path atomically: a temporary file beside it, fsync'd and
+ * renamed over path, so a failed run never leaves a truncated file. path "-"
+ * writes to stdout. */
+remat_status remat__write_file_atomic(const char *path, const char *data, size_t len, remat_err *err);
+
+/* Reads a whole file (NUL-terminated). "-" reads stdin. *out is owned by the
+ * caller (remat__free). */
+remat_status remat__read_file(const char *path, char **out, size_t *len, remat_err *err);
+
+/* FNV-1a 64-bit, for ids and fingerprints (identity, not security). */
+uint64_t remat__fnv1a(uint64_t h, const void *data, size_t n);
+#define REMAT_FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* Open-addressing string -> uint32 index (for id lookup). Keys are borrowed:
+ * they must outlive the map. */
+typedef struct {
+    const char **keys;
+    uint32_t *vals;
+    size_t cap; /* power of two */
+    size_t count;
+} remat_strmap;
+
+remat_status remat_strmap_init(remat_strmap *m, size_t expected);
+void remat_strmap_destroy(remat_strmap *m);
+/* Returns 1 and sets *val if found, 0 otherwise. */
+int remat_strmap_get(const remat_strmap *m, const char *key, uint32_t *val);
+/* Inserts; returns REMAT_OK, or REMAT_EINVAL if key is present (*val set to
+ * the existing value), or REMAT_ENOMEM. */
+remat_status remat_strmap_put(remat_strmap *m, const char *key, uint32_t val, uint32_t *existing);
+
+#endif
