@@ -10,5 +10,8 @@
 #include "remat/util.h"
 #include "remat/graph.h"
 #include "remat/analyze.h"
+#include "remat/schedule.h"
+#include "remat/exec.h"
+#include "remat/report.h"
 
 #endif

@@ -35,3 +35,36 @@ char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, s
 }
 #endif
 #endif
+
+#ifndef REMAT_REPORT_EXEC_H
+#define REMAT_REPORT_EXEC_H
+#include "remat/exec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The name of instruction i of s as a step: "fwd:h1", "recompute:h1",
+ * "bwd:h1", "free:h1", "optimizer" (i == s->n names the implied optimizer
+ * step). Writes into buf. */
+const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s, size_t i, char *buf, size_t cap);
+
+/* Replay summary. JSON (valid):
+ *   {"valid": true, "graph", "instructions", "peak_bytes", "peak_step", "peak_index",
+ *    "peak_by_category": {...}, "category_peaks": {...}, "sum_of_category_peaks",
+ *    "activation_peak_bytes", "flops": {"forward", "backward", "recompute"}, "overhead",
+ *    "recompute_counts": {"op": k, ...}}
+ * JSON (invalid): {"valid": false, "fail_index", "instruction", "error"}.
+ * why is the error from remat_replay (used when !r->valid). */
+char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, const remat_replay_result *r,
+                          const remat_err *why, remat_report_format fmt, size_t *len, remat_err *err);
+
+/* A plan file (format "remat-plan", version 1), with the replayed figures
+ * under "replayed" for the reader's information (ignored on load). */
+char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
+                        remat_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -14,6 +14,8 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
+    {"replay", cmd_replay, "GRAPH [PLAN] [--json] [-o FILE]",
+     "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

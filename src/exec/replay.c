@@ -1,0 +1,525 @@
+/*
+ * replay.c - the executor: replay a schedule, judge it, measure it.
+ *
+ * State is a handful of dense arrays indexed by tensor or op id (as ggml's
+ * allocator keeps side records, minus the hash): resident flags per tensor,
+ * a count of resident members per storage (a base and its views share one),
+ * the category each live storage was allocated in, and done flags per op.
+ * Each instruction is checked before it changes anything, so the first
+ * failure leaves a precise message: index, text and why.
+ *
+ * Accounting (graphs/README.md, "Memory accounting"): a step's high-water
+ * mark is the live bytes before it plus what it allocates plus its
+ * workspace; the peak is the largest high-water mark. Gradients are managed
+ * here, not by the schedule: an activation's gradient is allocated by the
+ * first backward step that writes it (the loss's seed by the first backward
+ * step) and freed right after its producer's backward step; parameter and
+ * input gradients live to the end.
+ */
+#include "remat/exec.h"
+#include "../util/util_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const category_names[] = {
+#define REMAT__CAT_STR(name, text) text,
+    REMAT_CATEGORY_MAP(REMAT__CAT_STR)
+#undef REMAT__CAT_STR
+};
+
+const char *remat_category_name(remat_category c)
+{
+    return (unsigned)c < REMAT_CAT_COUNT ? category_names[c] : "?";
+}
+
+int remat_category_is_activation(remat_category c)
+{
+    return c == REMAT_CAT_ACTIVATIONS || c == REMAT_CAT_RECOMPUTED || c == REMAT_CAT_ACTIVATION_GRADS ||
+           c == REMAT_CAT_WORKSPACE;
+}
+
+typedef struct {
+    const remat_analysis *a;
+    const remat_graph *g;
+    const remat_replay_observer *obs;
+    remat_replay_result *r;
+    remat_err *err;
+    uint8_t *res;       /* tensor resident */
+    uint8_t *ever;      /* tensor was produced at least once */
+    uint8_t *grad;      /* gradient allocated */
+    uint8_t *cat;       /* storage -> category of its live allocation */
+    uint8_t *fwd_done, *bwd_done;
+    uint32_t *cnt;      /* storage -> resident members */
+    uint32_t *pending;  /* tensor -> backward steps still to add to its gradient */
+    size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
+    uint64_t live[REMAT_CAT_COUNT];
+    uint64_t total;
+    uint64_t hw[REMAT_CAT_COUNT]; /* this step's high-water composition */
+    int seeded;
+    int opt_seen;
+    size_t index;
+} replay;
+
+static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
+{
+    char why[REMAT_ERR_MSG_MAX], text[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    R->r->valid = false;
+    R->r->fail_index = R->index;
+    if (R->index == SIZE_MAX) /* end-of-schedule checks */
+        R->r->fail_index = R->r->n_instructions;
+    if (R->index == SIZE_MAX)
+        remat_err_set(R->err, REMAT_ESCHEDULE, "end of schedule (after instruction %zu): %s",
+                      (size_t)R->r->n_instructions, why);
+    else
+        remat_err_set(R->err, REMAT_ESCHEDULE, "instruction %zu (%s): %s", R->index,
+                      remat_instr_text(R->g, in, text, sizeof text), why);
+    return REMAT_ESCHEDULE;
+}
+
+static remat_status overflow(replay *R)
+{
+    return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: live bytes exceed 2^64-1", R->index);
+}
+
+static remat_status alloc_bytes(replay *R, remat_category c, uint64_t bytes)
+{
+    if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
+        return overflow(R);
+    return REMAT_OK;
+}
+
+static remat_status observer_failed(replay *R)
+{
+    return remat_err_set(R->err, REMAT_EINTERNAL, "instruction %zu: replay observer failed", R->index);
+}
+
+static remat_status notify_alloc(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
+{
+    if (R->obs && R->obs->on_alloc && R->obs->on_alloc(R->obs->ctx, R->index, storage, grad, c, bytes))
+        return observer_failed(R);
+    return REMAT_OK;
+}
+
+static remat_status notify_free(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
+{
+    if (R->obs && R->obs->on_free && R->obs->on_free(R->obs->ctx, R->index, storage, grad, c, bytes))
+        return observer_failed(R);
+    return REMAT_OK;
+}
+
+/* Starts a step: hw = live; callers add what the step allocates. */
+static void step_begin(replay *R)
+{
+    memcpy(R->hw, R->live, sizeof R->hw);
+}
+
+static remat_status step_add(replay *R, remat_category c, uint64_t bytes)
+{
+    if (!remat_u64_add(R->hw[c], bytes, &R->hw[c]))
+        return overflow(R);
+    return REMAT_OK;
+}
+
+/* Closes a step: folds its high-water mark into the result. */
+static remat_status step_end(replay *R, remat_instr in)
+{
+    remat_replay_result *r = R->r;
+    uint64_t total = 0, act = 0;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+        if (!remat_u64_add(total, R->hw[c], &total))
+            return overflow(R);
+        if (remat_category_is_activation((remat_category)c))
+            act += R->hw[c]; /* bounded by total */
+        if (R->hw[c] > r->category_peak[c])
+            r->category_peak[c] = R->hw[c];
+    }
+    if (total > r->peak_bytes || R->index == 0) {
+        r->peak_bytes = total;
+        r->peak_index = R->index;
+        memcpy(r->peak_by_category, R->hw, sizeof R->hw);
+    }
+    if (act > r->activation_peak || R->index == 0) {
+        r->activation_peak = act;
+        r->activation_peak_index = R->index;
+    }
+    if (R->obs && R->obs->on_step && R->obs->on_step(R->obs->ctx, R->index, in, R->total, total, R->hw))
+        return observer_failed(R);
+    return REMAT_OK;
+}
+
+static remat_category grad_category(const remat_tensor *t)
+{
+    return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
+}
+
+static remat_status do_forward(replay *R, remat_instr in, int recompute)
+{
+    const remat_graph *g = R->g;
+    uint32_t k = in.arg;
+    if (k >= g->n_ops)
+        return invalid(R, in, "op index %u out of range", k);
+    const remat_op *op = &g->ops[k];
+    if (!recompute && R->fwd_done[k])
+        return invalid(R, in, "op '%s' already ran forward; a second execution is a RECOMPUTE", op->id);
+    if (recompute && !R->fwd_done[k])
+        return invalid(R, in, "RECOMPUTE of op '%s' before its FWD", op->id);
+    if (recompute && !op->recomputable)
+        return invalid(R, in, "op '%s' is not recomputable", op->id);
+    const uint32_t *inp = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (!R->res[inp[i]])
+            return invalid(R, in, "input '%s' is not resident%s", g->tensors[inp[i]].id,
+                           R->ever[inp[i]] ? " (it was freed)" : " (it was never produced)");
+    step_begin(R);
+    remat_category c = recompute ? REMAT_CAT_RECOMPUTED : REMAT_CAT_ACTIVATIONS;
+    uint32_t fresh = 0;
+    for (uint32_t i = 0; i < op->n_out; i++) {
+        uint32_t t = out[i];
+        if (R->res[t])
+            continue;
+        fresh++;
+        if (g->tensors[t].storage == t && step_add(R, c, g->tensors[t].bytes) != REMAT_OK)
+            return R->err->code;
+    }
+    if (recompute && fresh == 0)
+        return invalid(R, in, "every output of op '%s' is already resident", op->id);
+    if (step_add(R, REMAT_CAT_WORKSPACE, op->workspace) != REMAT_OK)
+        return R->err->code;
+    for (uint32_t i = 0; i < op->n_out; i++) {
+        uint32_t t = out[i], s = g->tensors[t].storage;
+        if (R->res[t])
+            continue;
+        R->res[t] = 1;
+        R->ever[t] = 1;
+        if (R->cnt[s]++ == 0) {
+            R->cat[s] = (uint8_t)c;
+            if (alloc_bytes(R, c, g->tensors[s].bytes) != REMAT_OK ||
+                notify_alloc(R, s, 0, c, g->tensors[s].bytes) != REMAT_OK)
+                return R->err->code;
+        }
+    }
+    R->fwd_done[k] = 1;
+    uint64_t *fl = recompute ? &R->r->flops_recompute : &R->r->flops_forward;
+    if (!remat_u64_add(*fl, op->flops, fl))
+        return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: FLOP total exceeds 2^64-1", R->index);
+    if (recompute)
+        R->r->recompute_counts[k]++;
+    return step_end(R, in);
+}
+
+static remat_status release(replay *R, uint32_t t)
+{
+    const remat_graph *g = R->g;
+    uint32_t s = g->tensors[t].storage;
+    R->res[t] = 0;
+    if (--R->cnt[s] == 0) {
+        remat_category c = (remat_category)R->cat[s];
+        R->live[c] -= g->tensors[s].bytes;
+        R->total -= g->tensors[s].bytes;
+        return notify_free(R, s, 0, c, g->tensors[s].bytes);
+    }
+    return REMAT_OK;
+}
+
+static remat_status do_free(replay *R, remat_instr in)
+{
+    const remat_graph *g = R->g;
+    uint32_t t = in.arg;
+    if (t >= g->n_tensors)
+        return invalid(R, in, "tensor index %u out of range", t);
+    if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+        return invalid(R, in, "'%s' is %s %s, resident for the whole step; only activations are freed",
+                       g->tensors[t].id, g->tensors[t].kind == REMAT_TENSOR_INPUT ? "an" : "a",
+                       remat_tensor_kind_str(g->tensors[t].kind));
+    if (!R->res[t])
+        return invalid(R, in, "'%s' is not resident (%s)", g->tensors[t].id,
+                       R->ever[t] ? "double free" : "never produced");
+    step_begin(R);
+    if (release(R, t) != REMAT_OK)
+        return R->err->code;
+    return step_end(R, in);
+}
+
+static remat_status alloc_grad(replay *R, uint32_t t)
+{
+    const remat_tensor *T = &R->g->tensors[t];
+    R->grad[t] = 1;
+    if (alloc_bytes(R, grad_category(T), T->logical_bytes) != REMAT_OK)
+        return R->err->code;
+    return notify_alloc(R, t, 1, grad_category(T), T->logical_bytes);
+}
+
+static remat_status do_backward(replay *R, remat_instr in)
+{
+    const remat_analysis *a = R->a;
+    const remat_graph *g = R->g;
+    uint32_t k = in.arg;
+    if (k >= g->n_ops)
+        return invalid(R, in, "op index %u out of range", k);
+    const remat_op *op = &g->ops[k];
+    if (a->bwd_step[k] == REMAT_NONE)
+        return invalid(R, in, "op '%s' has no backward step (no gradient flows through it)", op->id);
+    if (R->bwd_done[k])
+        return invalid(R, in, "backward step of '%s' repeated", op->id);
+    if (!R->fwd_done[k])
+        return invalid(R, in, "backward step of '%s' before its forward step", op->id);
+    const uint32_t *inp = remat_op_inputs(g, op), *out = remat_op_outputs(g, op), *sv = remat_op_saves(g, op);
+    for (uint32_t i = 0; i < op->n_out; i++) {
+        uint32_t t = out[i];
+        if (!a->grad_flows[t] || R->pending[t] == 0)
+            continue;
+        /* Name one backward step that still owes this gradient. */
+        for (uint32_t j = a->cons_off[t]; j < a->cons_off[t + 1]; j++) {
+            uint32_t c = a->cons[j];
+            if (a->bwd_step[c] != REMAT_NONE && !R->bwd_done[c])
+                return invalid(R, in, "gradient of '%s' is incomplete: backward step of '%s' has not run",
+                               g->tensors[t].id, g->ops[c].id);
+        }
+    }
+    for (uint32_t i = 0; i < op->n_save; i++)
+        if (!R->res[sv[i]])
+            return invalid(R, in, "saved tensor '%s' is not resident%s", g->tensors[sv[i]].id,
+                           R->ever[sv[i]] ? " (it was freed; recompute it first)" : " (it was never produced)");
+    step_begin(R);
+    /* The loss's gradient seed appears with the first backward step. */
+    int seed_now = !R->seeded;
+    if (seed_now)
+        for (uint32_t i = 0; i < g->n_outputs; i++) {
+            uint32_t t = g->outputs[i];
+            if (a->grad_flows[t] && step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes))
+                return R->err->code;
+        }
+    /* Stamp each differentiable input once (mul(x, x) reads x twice). */
+    const size_t mark = R->index + 1;
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = inp[i];
+        if (!a->grad_flows[t] || R->stamp[t] == mark)
+            continue;
+        R->stamp[t] = mark;
+        /* An output's gradient that is seeded in this very step is not a
+         * second allocation. */
+        if (seed_now && a->is_output[t])
+            continue;
+        if (!R->grad[t] && step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
+            return R->err->code;
+    }
+    if (step_add(R, REMAT_CAT_WORKSPACE, op->bwd_workspace) != REMAT_OK)
+        return R->err->code;
+    if (seed_now) {
+        R->seeded = 1;
+        for (uint32_t i = 0; i < g->n_outputs; i++)
+            if (a->grad_flows[g->outputs[i]] && alloc_grad(R, g->outputs[i]) != REMAT_OK)
+                return R->err->code;
+    }
+    /* Write or accumulate each input's gradient: one contributor fewer. */
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = inp[i];
+        if (R->stamp[t] != mark)
+            continue;
+        R->stamp[t] = 0;
+        if (!R->grad[t] && alloc_grad(R, t) != REMAT_OK)
+            return R->err->code;
+        R->pending[t]--;
+    }
+    if (!remat_u64_add(R->r->flops_backward, op->bwd_flops, &R->r->flops_backward))
+        return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: FLOP total exceeds 2^64-1", R->index);
+    R->bwd_done[k] = 1;
+    remat_status st = step_end(R, in);
+    if (st != REMAT_OK)
+        return st;
+    /* The output gradients have been read: free those of activations. */
+    for (uint32_t i = 0; i < op->n_out; i++) {
+        uint32_t t = out[i];
+        if (!R->grad[t])
+            continue;
+        R->grad[t] = 0;
+        R->live[REMAT_CAT_ACTIVATION_GRADS] -= g->tensors[t].logical_bytes;
+        R->total -= g->tensors[t].logical_bytes;
+        if (notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
+            return R->err->code;
+    }
+    return REMAT_OK;
+}
+
+static remat_status check_complete(replay *R, remat_instr in)
+{
+    const remat_analysis *a = R->a;
+    const remat_graph *g = R->g;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        uint32_t k = a->order[i];
+        if (!R->fwd_done[k])
+            return invalid(R, in, "forward step of '%s' never ran", g->ops[k].id);
+    }
+    for (uint32_t i = 0; i < a->n_bwd; i++) {
+        uint32_t k = a->bwd_order[i];
+        if (R->bwd_done[k])
+            continue;
+        /* Say which parameter gradient this leaves incomplete, if any. */
+        const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
+        for (uint32_t j = 0; j < g->ops[k].n_in; j++)
+            if (g->tensors[inp[j]].kind == REMAT_TENSOR_PARAM && a->grad_flows[inp[j]])
+                return invalid(R, in, "backward step of '%s' never ran: gradient of param '%s' is incomplete",
+                               g->ops[k].id, g->tensors[inp[j]].id);
+        return invalid(R, in, "backward step of '%s' never ran", g->ops[k].id);
+    }
+    return REMAT_OK;
+}
+
+static remat_status do_opt(replay *R, remat_instr in, uint64_t workspace)
+{
+    remat_status st = check_complete(R, in);
+    if (st != REMAT_OK)
+        return st;
+    step_begin(R);
+    if (step_add(R, REMAT_CAT_WORKSPACE, workspace) != REMAT_OK)
+        return R->err->code;
+    R->opt_seen = 1;
+    return step_end(R, in);
+}
+
+static remat_status setup(replay *R)
+{
+    const remat_graph *g = R->g;
+    uint32_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    R->res = remat__calloc(nt, 1);
+    R->ever = remat__calloc(nt, 1);
+    R->grad = remat__calloc(nt, 1);
+    R->cat = remat__calloc(nt, 1);
+    R->fwd_done = remat__calloc(no, 1);
+    R->bwd_done = remat__calloc(no, 1);
+    R->cnt = remat__array(nt, sizeof *R->cnt);
+    R->pending = remat__array(nt, sizeof *R->pending);
+    R->stamp = remat__array(nt, sizeof *R->stamp);
+    R->r->recompute_counts = remat__array(no, sizeof *R->r->recompute_counts);
+    if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
+        !R->stamp || !R->r->recompute_counts)
+        return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
+    return REMAT_OK;
+}
+
+static void teardown(replay *R)
+{
+    remat__free(R->res);
+    remat__free(R->ever);
+    remat__free(R->grad);
+    remat__free(R->cat);
+    remat__free(R->fwd_done);
+    remat__free(R->bwd_done);
+    remat__free(R->cnt);
+    remat__free(R->pending);
+    remat__free(R->stamp);
+}
+
+static remat_status place_leaves(replay *R, const remat_exec_extras *x)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    R->index = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        /* Gradient contributors: consumers with a backward step. */
+        if (a->grad_flows[t])
+            for (uint32_t j = a->cons_off[t]; j < a->cons_off[t + 1]; j++)
+                R->pending[t] += a->bwd_step[a->cons[j]] != REMAT_NONE;
+        if (T->kind == REMAT_TENSOR_ACTIVATION)
+            continue;
+        R->res[t] = R->ever[t] = 1;
+        R->cnt[t] = 1;
+        remat_category c = T->kind == REMAT_TENSOR_INPUT ? REMAT_CAT_INPUTS
+                           : T->frozen                    ? REMAT_CAT_FROZEN
+                                                          : REMAT_CAT_PARAMS;
+        R->cat[t] = (uint8_t)c;
+        if (alloc_bytes(R, c, T->bytes) != REMAT_OK || notify_alloc(R, t, 0, c, T->bytes) != REMAT_OK)
+            return R->err->code;
+    }
+    /* Views of leaves are produced by ops; their storage is the leaf's. */
+    if (x) {
+        static const remat_category cats[4] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
+                                                REMAT_CAT_COMM_BUFFERS};
+        const uint64_t bytes[4] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers};
+        for (int i = 0; i < 4; i++)
+            if (bytes[i] && (alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
+                             notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
+                return R->err->code;
+    }
+    return REMAT_OK;
+}
+
+remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
+                          const remat_replay_observer *obs, remat_replay_result *r, remat_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->valid = false;
+    r->n_instructions = s->n;
+    remat_err local;
+    remat_err_init(&local);
+    replay R;
+    memset(&R, 0, sizeof R);
+    R.a = a;
+    R.g = a->g;
+    R.obs = obs;
+    R.r = r;
+    R.err = err ? err : &local;
+    remat_status st = setup(&R);
+    if (st == REMAT_OK)
+        st = place_leaves(&R, extras);
+    for (size_t i = 0; st == REMAT_OK && i < s->n; i++) {
+        remat_instr in = s->ins[i];
+        R.index = i;
+        if (R.opt_seen) {
+            st = invalid(&R, in, "instruction after OPT (the optimizer step ends the schedule)");
+            break;
+        }
+        switch ((remat_instr_kind)in.kind) {
+        case REMAT_I_FWD: st = do_forward(&R, in, 0); break;
+        case REMAT_I_RECOMPUTE: st = do_forward(&R, in, 1); break;
+        case REMAT_I_BWD: st = do_backward(&R, in); break;
+        case REMAT_I_FREE: st = do_free(&R, in); break;
+        case REMAT_I_OPT: st = do_opt(&R, in, extras ? extras->optimizer_workspace : 0); break;
+        default: st = invalid(&R, in, "unknown instruction kind %u", in.kind); break;
+        }
+    }
+    if (st == REMAT_OK && !R.opt_seen) {
+        /* No OPT instruction: the optimizer step is implied at the end. */
+        remat_instr opt = {REMAT_I_OPT, 0};
+        R.index = SIZE_MAX;
+        st = check_complete(&R, opt);
+        if (st == REMAT_OK) {
+            R.index = s->n;
+            st = do_opt(&R, opt, extras ? extras->optimizer_workspace : 0);
+        }
+    }
+    for (int c = 0; c < REMAT_CAT_COUNT && st == REMAT_OK; c++)
+        if (!remat_u64_add(r->sum_of_category_peaks, r->category_peak[c], &r->sum_of_category_peaks))
+            st = remat_err_set(R.err, REMAT_EOVERFLOW, "sum of category peaks exceeds 2^64-1");
+    teardown(&R);
+    if (st == REMAT_ESCHEDULE) {
+        r->valid = false;
+        return REMAT_OK;
+    }
+    if (st != REMAT_OK) {
+        remat_replay_result_destroy(r);
+        return st;
+    }
+    r->valid = true;
+    return REMAT_OK;
+}
+
+void remat_replay_result_destroy(remat_replay_result *r)
+{
+    if (!r)
+        return;
+    remat__free(r->recompute_counts);
+    r->recompute_counts = NULL;
+}
