@@ -10,6 +10,7 @@
 #include "remat/util.h"
 #include "remat/graph.h"
 #include "remat/analyze.h"
+#include "remat/ledger.h"
 #include "remat/schedule.h"
 #include "remat/exec.h"
 #include "remat/report.h"

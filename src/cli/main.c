@@ -16,6 +16,11 @@ static const remat_command commands[] = {
      "derive the backward pass and print every tensor's lifetime"},
     {"replay", cmd_replay, "GRAPH [PLAN] [--json] [-o FILE]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
+    {"ledger", cmd_ledger,
+     "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "
+     "[--optimizer NAME] [--frozen-copies K] [--zero S --dp N] [--bucket B | --bucket-elements N] [--prefetch K] "
+     "[--workspace B] [--reserve B] [--block N] [--min-8bit N] [--adafactor-beta1] [--json] [-o FILE]",
+     "budget one device's weights, gradients, optimizer state, copies and ZeRO shards"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
