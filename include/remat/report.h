@@ -27,7 +27,7 @@ typedef enum { REMAT_REPORT_TEXT, REMAT_REPORT_JSON } remat_report_format;
  * its gradient's lifetime. JSON:
  *   {"graph": name, "steps": ["fwd:h1", ...],
  *    "tensors": [{"id", "kind", "bytes", "birth", "last_fwd_use", "last_bwd_use", "free",
- *                 "grad_birth", "grad_free", "storage"?}, ...]}
+ *                 "grad_birth", "grad_free", "view_of"?}, ...]}
  * Step fields are step names or null. O(tensors + steps). NULL on ENOMEM. */
 char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, size_t *len, remat_err *err);
 

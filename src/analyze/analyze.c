@@ -119,8 +119,12 @@ static void compute_lifetimes(remat_analysis *a)
                 if (s != REMAT_NONE && (gb == REMAT_NONE || s < gb))
                     gb = s;
             }
+            /* A gradient that no step writes does not exist. That happens
+             * only to a leaf that is a graph output in a step with no
+             * backward steps at all (no seed step, no consumer's backward). */
             L->grad_birth = gb;
-            L->grad_free = T->producer != REMAT_NONE ? a->bwd_step[T->producer] : opt_step;
+            if (gb != REMAT_NONE)
+                L->grad_free = T->producer != REMAT_NONE ? a->bwd_step[T->producer] : opt_step;
         }
     }
     /* A view keeps its root's storage alive: the root dies with the last of

@@ -19,8 +19,19 @@
 #include <string.h>
 
 /* cJSON's allocator is process-wide; point it at our gate once so that
- * out-of-memory injection covers parsing too. Setting it again is harmless. */
-static void *cjson_malloc(size_t n) { return remat__malloc(n); }
+ * out-of-memory injection covers parsing too. Setting it again is harmless.
+ * cJSON reports a failed allocation as a failed parse, so the hook notes it:
+ * the flag is thread-local because the hook gets no user pointer (as with
+ * igraph's error handler), and it is reset before every parse. */
+static _Thread_local int cjson_alloc_failed;
+
+static void *cjson_malloc(size_t n)
+{
+    void *p = remat__malloc(n);
+    if (!p)
+        cjson_alloc_failed = 1;
+    return p;
+}
 static void cjson_free(void *p) { remat__free(p); }
 
 static void hook_cjson(void)
@@ -78,6 +89,10 @@ static const char *short_id(const char *id, char *buf, size_t cap)
     return buf;
 }
 
+/* Rejects unknown keys and keys given twice (cJSON keeps both and lookups
+ * see the first, so a repeated key would silently lose a value). Every key
+ * before a failure is a distinct allowed one, so the scan for repeats stays
+ * within |allowed|^2 comparisons. */
 static int check_keys(loader *L, const cJSON *obj, const char *path, const char *const *allowed)
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
@@ -90,13 +105,19 @@ static int check_keys(loader *L, const cJSON *obj, const char *path, const char 
             fail(L, REMAT_EGRAPH, path, "unknown field '%s'", short_id(c->string ? c->string : "", b, sizeof b));
             return 0;
         }
+        for (const cJSON *d = obj->child; d != c; d = d->next)
+            if (strcmp(d->string, c->string) == 0) {
+                fail(L, REMAT_EGRAPH, path, "field '%s' is given twice", c->string);
+                return 0;
+            }
     }
     return 1;
 }
 
-/* A byte count or FLOP count: a non-negative integer number up to 2^53 (the
- * largest a double holds exactly), or a string of decimal digits for exact
- * larger values up to 2^64-1. */
+/* A byte count or FLOP count: a non-negative integer number below 2^53, or
+ * a string of decimal digits for exact larger values up to 2^64-1. Every
+ * integer up to 2^53 is a double, but the text 2^53+1 also rounds to 2^53,
+ * so a parsed 2^53 may not be what the file says; below it, it always is. */
 static int get_u64(loader *L, const cJSON *v, const char *path, uint64_t *out)
 {
     if (cJSON_IsNumber(v)) {
@@ -107,9 +128,9 @@ static int get_u64(loader *L, const cJSON *v, const char *path, uint64_t *out)
             return fail(L, REMAT_EGRAPH, path, "must not be negative (got %.17g)", d), 0;
         if (d != floor(d))
             return fail(L, REMAT_EGRAPH, path, "must be a whole number (got %.17g)", d), 0;
-        if (d > 9007199254740992.0)
+        if (d >= 9007199254740992.0)
             return fail(L, REMAT_EGRAPH, path,
-                        "%.17g exceeds 2^53, where JSON numbers stop being exact; write it as a decimal string", d),
+                        "%.17g exceeds 2^53-1, where JSON numbers stop being exact; write it as a decimal string", d),
                    0;
         *out = (uint64_t)d;
         return 1;
@@ -163,7 +184,7 @@ static int get_str(loader *L, const cJSON *obj, const char *key, const char *pat
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     char p[PATH_MAX_LEN];
-    snprintf(p, sizeof p, "%s.%s", path, key);
+    snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", key); /* top-level keys have no prefix */
     *out = NULL;
     if (!v) {
         if (required)
@@ -348,6 +369,10 @@ static int register_op_outputs(loader *L, const cJSON *ops, uint32_t *next, uint
                 if (!check_keys(L, o, op_path, out_keys))
                     return 0;
                 remat_tensor *t = &g->tensors[*next];
+                /* Kind and producer now, so a duplicate-id message about
+                 * this tensor names its kind right (load_output sets the rest). */
+                t->kind = REMAT_TENSOR_ACTIVATION;
+                t->producer = k;
                 if (!get_str(L, o, "id", op_path, &t->id, 1))
                     return 0;
                 if (!register_tensor(L, *next, t->id, op_path))
@@ -357,6 +382,8 @@ static int register_op_outputs(loader *L, const cJSON *ops, uint32_t *next, uint
         } else {
             op->n_out = 1;
             remat_tensor *t = &g->tensors[*next];
+            t->kind = REMAT_TENSOR_ACTIVATION;
+            t->producer = k;
             t->id = op->id;
             if (!register_tensor(L, *next, t->id, path))
                 return 0;
@@ -682,11 +709,14 @@ remat_status remat_graph_load_json(const char *text, size_t len, const char *sou
         source = "<graph>";
     hook_cjson();
     const char *end = NULL;
+    cjson_alloc_failed = 0;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) {
         int line, col;
         /* cJSON leaves end at the failing byte; an allocation failure inside
-         * cJSON looks the same, so say "or out of memory" only then. */
+         * cJSON looks the same, which is why the hook records it. */
+        if (cjson_alloc_failed)
+            return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
         if (!end)
             end = text;
         line_col(text, len, end, &line, &col);
