@@ -14,5 +14,6 @@
 #include "remat/schedule.h"
 #include "remat/exec.h"
 #include "remat/report.h"
+#include "remat/plan.h"
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "remat.h"
 #include "remat/report.h"
+#include "remat/plan.h"
 #include "util/util_internal.h"
 
 #include <stdio.h>
@@ -55,6 +56,8 @@ int remat_cli_write(const char *path, const char *text, size_t len);
 int cmd_lifetimes(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
 
 
 #endif

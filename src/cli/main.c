@@ -14,7 +14,11 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
-    {"replay", cmd_replay, "GRAPH [PLAN] [--json] [-o FILE]",
+    {"plan", cmd_plan,
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--linearized] [--segments N] [--dp-step B] "
+     "[--dp-slots N] [--time-limit S] [--never-recompute OPS] [-o PLAN] [--json]",
+     "choose what to keep and recompute under a budget; the figures are the replayed ones"},
+    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
     {"ledger", cmd_ledger,
      "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "

@@ -1,0 +1,61 @@
+/*
+ * remat/plan.h - planners: which activations to keep, which to recompute.
+ *
+ * Every strategy proposes a plan (a keep set and a schedule); remat_plan_make
+ * replays it with the executor before anything is reported, and never
+ * returns a plan whose replayed peak exceeds the budget. A strategy that
+ * cannot meet the budget yields REMAT_EINFEASIBLE with a message naming the
+ * smallest budget that strategy meets.
+ *
+ *     remat_plan_options o;
+ *     remat_plan_options_init(&o);
+ *     o.strategy = "sqrtn";
+ *     o.budget_kind = REMAT_BUDGET_TOTAL;
+ *     o.budget = 40ULL << 30;
+ *     remat_plan plan; remat_replay_result r;
+ *     if (remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK) { ... r.peak_bytes ... }
+ *     remat_replay_result_destroy(&r);
+ *     remat_plan_destroy(&plan);
+ */
+#ifndef REMAT_PLAN_H
+#define REMAT_PLAN_H
+
+#include "remat/exec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct remat_plan_options {
+    const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
+    remat_budget_kind budget_kind; /* NONE: the strategy's unconstrained choice */
+    uint64_t budget;               /* bytes */
+    remat_exec_extras extras;      /* persistent state from the ledger */
+    int linearized;                /* sqrtn, chen-greedy: cut anywhere, keeping every tensor live across the cut */
+    uint32_t segments;             /* sqrtn: number of segments (0 = about sqrt(ops)) */
+    uint64_t dp_step;              /* chain-dp: memory discretization in bytes (0 = automatic) */
+    uint32_t dp_slots;             /* chain-dp: number of memory slots when dp_step is 0 (0 = default) */
+    double time_limit;             /* exact: seconds (0 = default) */
+    const char *never_recompute;   /* mincut: comma-separated op types never recomputed (NULL = default) */
+} remat_plan_options;
+
+void remat_plan_options_init(remat_plan_options *o);
+
+typedef struct remat_strategy_info {
+    const char *name;
+    const char *summary;
+} remat_strategy_info;
+
+/* The strategy table (static storage); *n gets its length. */
+const remat_strategy_info *remat_plan_strategies(size_t *n);
+
+/* Plans with o->strategy, replays the result and checks the budget. On
+ * success *out owns the plan and *r the replay of its schedule (destroy
+ * both). On failure both are left empty and safe to destroy. */
+remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
+                             remat_replay_result *r, remat_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/*
+ * cmd_plan.c - `remat plan GRAPH --strategy S (--budget B | --activation-budget B) [-o plan.json] [--json]`.
+ *
+ * Every printed figure is the replayed one: remat_plan_make replays the
+ * plan's schedule and refuses one that exceeds the budget.
+ */
+#include "cli.h"
+#include "remat/plan.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER };
+
+static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || v > UINT32_MAX || s[0] == '-')
+        return remat_cli_usage_error(cmd, "%s: '%s' is not a whole number", opt, s);
+    *out = (uint32_t)v;
+    return REMAT_EXIT_OK;
+}
+
+/* Parses the options every planning command shares; returns an exit code.
+ * Unknown options are left for the caller (returns -1 for them). */
+int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o)
+{
+    remat_err err;
+    remat_err_init(&err);
+    switch (c) {
+    case 's': o->strategy = arg; return REMAT_EXIT_OK;
+    case 'b':
+    case OPT_ACT:
+        if (o->budget_kind != REMAT_BUDGET_NONE)
+            return remat_cli_usage_error(cmd, "give one of --budget and --activation-budget");
+        if (remat_parse_bytes(arg, c == 'b' ? "--budget" : "--activation-budget", &o->budget, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        o->budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+        return REMAT_EXIT_OK;
+    case OPT_LINEAR: o->linearized = 1; return REMAT_EXIT_OK;
+    case OPT_SEGMENTS: return parse_u32(cmd, "--segments", arg, &o->segments);
+    case OPT_DPSLOTS: return parse_u32(cmd, "--dp-slots", arg, &o->dp_slots);
+    case OPT_DPSTEP:
+        if (remat_parse_bytes(arg, "--dp-step", &o->dp_step, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        return REMAT_EXIT_OK;
+    case OPT_TIME: {
+        char *end;
+        double v = strtod(arg, &end);
+        if (!*arg || *end || !(v > 0))
+            return remat_cli_usage_error(cmd, "--time-limit: '%s' is not a positive number of seconds", arg);
+        o->time_limit = v;
+        return REMAT_EXIT_OK;
+    }
+    case OPT_NEVER: o->never_recompute = arg; return REMAT_EXIT_OK;
+    }
+    return -1;
+}
+
+#define PLAN_LONG_OPTS                                                   \
+    {"strategy", required_argument, NULL, 's'},                         \
+    {"budget", required_argument, NULL, 'b'},                           \
+    {"activation-budget", required_argument, NULL, OPT_ACT},            \
+    {"linearized", no_argument, NULL, OPT_LINEAR},                      \
+    {"segments", required_argument, NULL, OPT_SEGMENTS},                \
+    {"dp-step", required_argument, NULL, OPT_DPSTEP},                   \
+    {"dp-slots", required_argument, NULL, OPT_DPSLOTS},                 \
+    {"time-limit", required_argument, NULL, OPT_TIME},                  \
+    {"never-recompute", required_argument, NULL, OPT_NEVER}
+
+int cmd_plan(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        PLAN_LONG_OPTS,
+        {"json", no_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    int json = 0, c;
+    const char *out = NULL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
+        int rc = remat_cli_plan_option("plan", c, optarg, &o);
+        if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 'h': remat_cli_print_usage(stdout, "plan"); return REMAT_EXIT_OK;
+        default: return remat_cli_usage_error("plan", "bad option");
+        }
+    }
+    if (optind != argc - 1)
+        return remat_cli_usage_error("plan", "expected exactly one GRAPH");
+    remat_graph *g;
+    remat_analysis *a;
+    int rc = remat_cli_open_graph(argv[optind], &g, &a);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
+    remat_err err;
+    remat_err_init(&err);
+    remat_plan plan;
+    remat_replay_result r;
+    remat_status st = remat_plan_make(a, &o, &plan, &r, &err);
+    if (st != REMAT_OK) {
+        rc = remat_cli_fail(&err);
+    } else {
+        size_t len;
+        char *text = NULL;
+        if (out) {
+            text = remat_report_plan(a, &plan, &r, &len, &err);
+            rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
+            remat_free(text);
+        }
+        if (rc == REMAT_EXIT_OK) {
+            text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
+                                       &len, &err);
+            if (!text) {
+                rc = remat_cli_fail(&err);
+            } else if (json) {
+                /* Wrap the replay summary with the plan's identity. */
+                printf("{\"strategy\": \"%s\", \"params\": %s, \"budget\": ", plan.strategy,
+                       plan.params_json ? plan.params_json : "{}");
+                if (o.budget_kind == REMAT_BUDGET_NONE)
+                    printf("null");
+                else
+                    printf("{\"kind\": \"%s\", \"bytes\": %llu}",
+                           o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
+                           (unsigned long long)o.budget);
+                printf(",\n \"replay\": %s}\n", text);
+            } else {
+                char b[64];
+                printf("strategy %s %s\n", plan.strategy, plan.params_json ? plan.params_json : "");
+                if (o.budget_kind != REMAT_BUDGET_NONE)
+                    printf("budget (%s) %s: met\n", o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
+                           remat_format_bytes(o.budget, b, sizeof b));
+                fputs(text, stdout);
+                if (out)
+                    printf("plan written to %s\n", out);
+            }
+            remat_free(text);
+        }
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/*
+ * builder.c - schedule-building primitives (see builder.h).
+ */
+#include "builder.h"
+#include "../util/util_internal.h"
+
+#include <string.h>
+
+static remat_status emit(remat_builder *b, remat_instr_kind k, uint32_t arg)
+{
+    if (remat_schedule_push(b->out, k, arg) != REMAT_OK)
+        return remat_err_set(b->err, REMAT_ENOMEM, "out of memory building the schedule");
+    return REMAT_OK;
+}
+
+remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = a->g;
+    memset(b, 0, sizeof *b);
+    b->a = a;
+    b->g = g;
+    b->out = out;
+    b->err = err;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    /* A rebuild pushes each missing save once plus each chain op's inputs:
+     * at most saves + refs entries. */
+    size_t stack_n = (size_t)g->n_refs + nt + 1;
+    b->res = remat__calloc(nt, 1);
+    b->fwd_done = remat__calloc(no, 1);
+    b->pin = remat__calloc(nt, 1);
+    b->rem = remat__array(nt, sizeof *b->rem);
+    b->in_chain = remat__array(no, sizeof *b->in_chain);
+    b->last_read = remat__array(nt, sizeof *b->last_read);
+    b->stack = remat__array(stack_n, sizeof *b->stack);
+    b->chain = remat__array(no, sizeof *b->chain);
+    if (!b->res || !b->fwd_done || !b->pin || !b->rem || !b->in_chain || !b->last_read || !b->stack || !b->chain) {
+        remat__builder_destroy(b);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
+        b->rem[t] = a->saver_off[t + 1] - a->saver_off[t];
+    }
+    return REMAT_OK;
+}
+
+void remat__builder_destroy(remat_builder *b)
+{
+    remat__free(b->res);
+    remat__free(b->fwd_done);
+    remat__free(b->pin);
+    remat__free(b->rem);
+    remat__free(b->in_chain);
+    remat__free(b->last_read);
+    remat__free(b->stack);
+    remat__free(b->chain);
+    b->res = b->fwd_done = b->pin = NULL;
+    b->rem = b->in_chain = b->last_read = b->stack = b->chain = NULL;
+}
+
+remat_status remat__builder_forward(remat_builder *b, uint32_t op)
+{
+    remat_status st = emit(b, b->fwd_done[op] ? REMAT_I_RECOMPUTE : REMAT_I_FWD, op);
+    if (st != REMAT_OK)
+        return st;
+    b->fwd_done[op] = 1;
+    const remat_op *o = &b->g->ops[op];
+    const uint32_t *out = remat_op_outputs(b->g, o);
+    for (uint32_t i = 0; i < o->n_out; i++)
+        b->res[out[i]] = 1;
+    return REMAT_OK;
+}
+
+remat_status remat__builder_free(remat_builder *b, uint32_t t)
+{
+    if (!b->res[t] || b->g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+        return REMAT_OK;
+    b->res[t] = 0;
+    return emit(b, REMAT_I_FREE, t);
+}
+
+/* Chains are short (a segment, a block); insertion sort by forward
+ * position avoids qsort's missing context argument. */
+static void sort_by_pos(const remat_analysis *a, uint32_t *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = v[i], j = i;
+        while (j > 0 && a->pos[v[j - 1]] > a->pos[x]) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+remat_status remat__builder_ensure(remat_builder *b, const uint32_t *ts, uint32_t n_ts, const char *why_op)
+{
+    const remat_analysis *a = b->a;
+    const remat_graph *g = b->g;
+    uint32_t sp = 0, n = 0, stamp = ++b->stamp;
+    for (uint32_t i = 0; i < n_ts; i++)
+        if (!b->res[ts[i]])
+            b->stack[sp++] = ts[i];
+    if (sp == 0)
+        return REMAT_OK;
+    while (sp > 0) {
+        uint32_t t = b->stack[--sp], p = g->tensors[t].producer;
+        if (p == REMAT_NONE || b->in_chain[p] == stamp)
+            continue;
+        if (!g->ops[p].recomputable)
+            return remat_err_set(b->err, REMAT_EINFEASIBLE,
+                                 "tensor '%s' is needed by the backward step of '%s' but was freed, and its op '%s' "
+                                 "is not recomputable",
+                                 g->tensors[t].id, why_op ? why_op : "?", g->ops[p].id);
+        b->in_chain[p] = stamp;
+        b->chain[n++] = p;
+        const uint32_t *in = remat_op_inputs(g, &g->ops[p]);
+        for (uint32_t i = 0; i < g->ops[p].n_in; i++)
+            if (!b->res[in[i]] && b->in_chain[g->tensors[in[i]].producer] != stamp)
+                b->stack[sp++] = in[i];
+    }
+    sort_by_pos(a, b->chain, n);
+    /* Targets are "read" after the whole chain; mark them with n. */
+    for (uint32_t q = 0; q < n; q++) {
+        const remat_op *op = &g->ops[b->chain[q]];
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t i = 0; i < op->n_out; i++)
+            b->last_read[out[i]] = REMAT_NONE;
+    }
+    for (uint32_t q = 0; q < n; q++) {
+        const remat_op *op = &g->ops[b->chain[q]];
+        const uint32_t *in = remat_op_inputs(g, op);
+        for (uint32_t i = 0; i < op->n_in; i++)
+            b->last_read[in[i]] = q;
+    }
+    for (uint32_t i = 0; i < n_ts; i++)
+        b->last_read[ts[i]] = n;
+    for (uint32_t q = 0; q < n; q++) {
+        const remat_op *op = &g->ops[b->chain[q]];
+        remat_status st = remat__builder_forward(b, b->chain[q]);
+        if (st != REMAT_OK)
+            return st;
+        const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+        for (uint32_t i = 0; i < op->n_in + op->n_out; i++) {
+            uint32_t t = i < op->n_in ? in[i] : out[i - op->n_in];
+            uint32_t pr = g->tensors[t].producer;
+            if (pr == REMAT_NONE || b->in_chain[pr] != stamp || !b->res[t] || b->pin[t] || b->rem[t] > 0)
+                continue;
+            uint32_t lr = b->last_read[t];
+            if (lr != REMAT_NONE && lr > q)
+                continue;
+            if ((st = remat__builder_free(b, t)) != REMAT_OK)
+                return st;
+        }
+    }
+    return REMAT_OK;
+}
+
+remat_status remat__builder_backward(remat_builder *b, uint32_t op)
+{
+    const remat_graph *g = b->g;
+    const remat_op *o = &g->ops[op];
+    const uint32_t *sv = remat_op_saves(g, o);
+    remat_status st = remat__builder_ensure(b, sv, o->n_save, o->id);
+    if (st != REMAT_OK || (st = emit(b, REMAT_I_BWD, op)) != REMAT_OK)
+        return st;
+    for (uint32_t i = 0; i < o->n_save; i++)
+        b->rem[sv[i]]--;
+    for (uint32_t i = 0; i < o->n_save; i++) {
+        uint32_t t = sv[i];
+        if (b->rem[t] == 0 && !b->pin[t] && (st = remat__builder_free(b, t)) != REMAT_OK)
+            return st;
+    }
+    return REMAT_OK;
+}
+
+remat_status remat__builder_opt(remat_builder *b)
+{
+    return emit(b, REMAT_I_OPT, 0);
+}

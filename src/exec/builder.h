@@ -1,0 +1,55 @@
+/*
+ * builder.h - primitives for writing schedules that are legal by
+ * construction. The default policy, Revolve and the chain dynamic program
+ * all emit through these, so each states only its own decisions (what to
+ * keep, where to advance) and never re-derives residency bookkeeping.
+ *
+ * The builder mirrors the executor's residency (per tensor), knows which
+ * ops have had their first forward execution (FWD vs RECOMPUTE), and how
+ * many backward steps still save each tensor (rem). A pinned tensor is
+ * never freed implicitly: strategies pin what they decided to keep.
+ */
+#ifndef REMAT_BUILDER_H
+#define REMAT_BUILDER_H
+
+#include "remat/exec.h"
+
+typedef struct remat_builder {
+    const remat_analysis *a;
+    const remat_graph *g;
+    remat_schedule *out;
+    remat_err *err;
+    uint8_t *res;       /* tensor resident */
+    uint8_t *fwd_done;  /* op has had its FWD */
+    uint8_t *pin;       /* never freed implicitly */
+    uint32_t *rem;      /* backward steps still to save the tensor */
+    uint32_t *in_chain; /* op -> stamp of the rebuild chain that recomputes it */
+    uint32_t *last_read;
+    uint32_t *stack, *chain;
+    uint32_t stamp;
+} remat_builder;
+
+/* Leaves resident, nothing else; O(tensors + ops). */
+remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, remat_schedule *out, remat_err *err);
+void remat__builder_destroy(remat_builder *b);
+
+/* Emits FWD op (first time) or RECOMPUTE op; its inputs must be resident. */
+remat_status remat__builder_forward(remat_builder *b, uint32_t op);
+
+/* Emits FREE t if t is a resident activation. */
+remat_status remat__builder_free(remat_builder *b, uint32_t t);
+
+/* Makes every tensor in ts resident by recomputing missing ones from
+ * resident ancestors in forward order; stepping stones that are neither in
+ * ts, pinned, nor saved by a later backward step are freed after their last
+ * read. Fails with REMAT_EINFEASIBLE if that needs a non-recomputable op. */
+remat_status remat__builder_ensure(remat_builder *b, const uint32_t *ts, uint32_t n, const char *why_op);
+
+/* Ensures op's saves, emits BWD op, and frees the saves that no later
+ * backward step needs unless pinned. */
+remat_status remat__builder_backward(remat_builder *b, uint32_t op);
+
+/* Emits OPT. */
+remat_status remat__builder_opt(remat_builder *b);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * plan.c - the strategy table, candidate evaluation, and the one exit
+ * through which every plan leaves: replayed, checked against the budget.
+ */
+#include "planner.h"
+#include "../util/util_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    remat_strategy_info info;
+    remat_strategy_fn fn;
+} strategies[] = {
+    {{"store-all", "keep every activation (no recomputation): the baseline and the upper bound on memory"},
+     remat__strategy_store_all},
+    {{"sqrtn", "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward"},
+     remat__strategy_sqrtn},
+    {{"chen-greedy", "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold"},
+     remat__strategy_chen_greedy},
+    {{"revolve", "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget"},
+     remat__strategy_revolve},
+};
+#define N_STRATEGIES (sizeof strategies / sizeof strategies[0])
+
+static remat_strategy_info infos[N_STRATEGIES];
+
+const remat_strategy_info *remat_plan_strategies(size_t *n)
+{
+    /* Copy out of the combined table; the copy is idempotent and constant. */
+    for (size_t i = 0; i < N_STRATEGIES; i++)
+        infos[i] = strategies[i].info;
+    *n = N_STRATEGIES;
+    return infos;
+}
+
+void remat_plan_options_init(remat_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = "auto";
+    o->budget_kind = REMAT_BUDGET_NONE;
+}
+
+remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out)
+{
+    uint32_t nt = P->a->g->n_tensors;
+    remat__free(out->keep);
+    out->keep = remat__calloc(nt ? nt : 1, 1);
+    out->n_tensors = nt;
+    if (!out->keep)
+        return remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
+    return REMAT_OK;
+}
+
+remat_status remat__plan_params(remat_planner *P, remat_plan *out, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    remat__free(out->params_json);
+    out->params_json = remat__strdup(buf);
+    if (!out->params_json)
+        return remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
+    return REMAT_OK;
+}
+
+static uint64_t metric_of(const remat_planner *P, const remat_replay_result *r)
+{
+    return P->o->budget_kind == REMAT_BUDGET_ACTIVATION ? r->activation_peak : r->peak_bytes;
+}
+
+remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, remat_eval *e)
+{
+    remat_replay_result r;
+    remat_err local;
+    remat_err_init(&local);
+    memset(e, 0, sizeof *e);
+    P->evaluations++;
+    remat_status st = remat_replay(P->a, s, &P->o->extras, NULL, &r, &local);
+    if (st != REMAT_OK) {
+        remat_err_set(P->err, st, "%s", local.msg);
+        return st;
+    }
+    e->valid = r.valid;
+    e->peak = r.peak_bytes;
+    e->metric = metric_of(P, &r);
+    e->extra_flops = r.flops_recompute;
+    remat_replay_result_destroy(&r);
+    return REMAT_OK;
+}
+
+remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval *e)
+{
+    remat_err local;
+    remat_err_init(&local);
+    memset(e, 0, sizeof *e);
+    remat_schedule_clear(&P->scratch);
+    remat_status st = remat_schedule_from_keep(P->a, keep, &P->scratch, &local);
+    if (st == REMAT_EINFEASIBLE)
+        return REMAT_OK; /* e->valid = 0: this keep set cannot be scheduled */
+    if (st != REMAT_OK)
+        return remat_err_set(P->err, st, "%s", local.msg);
+    return remat__eval_schedule(P, &P->scratch, e);
+}
+
+int remat__fits(const remat_planner *P, const remat_eval *e)
+{
+    return e->valid && (P->o->budget_kind == REMAT_BUDGET_NONE || e->metric <= P->o->budget);
+}
+
+int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y)
+{
+    int fx = remat__fits(P, x), fy = remat__fits(P, y);
+    if (!x->valid)
+        return 0;
+    if (!y->valid)
+        return 1;
+    if (fx != fy)
+        return fx;
+    if (fx) {
+        if (x->extra_flops != y->extra_flops)
+            return x->extra_flops < y->extra_flops;
+        return x->metric < y->metric;
+    }
+    if (x->metric != y->metric)
+        return x->metric < y->metric;
+    return x->extra_flops < y->extra_flops;
+}
+
+remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
+                             remat_replay_result *r, remat_err *err)
+{
+    const remat_graph *g = a->g;
+    const char *name = o->strategy ? o->strategy : "auto";
+    remat_plan_init(out);
+    memset(r, 0, sizeof *r);
+    size_t i = 0;
+    while (i < N_STRATEGIES && strcmp(strategies[i].info.name, name) != 0)
+        i++;
+    if (i == N_STRATEGIES) {
+        char list[512] = "";
+        for (size_t j = 0; j < N_STRATEGIES; j++) {
+            strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, strategies[j].info.name, sizeof list - strlen(list) - 1);
+        }
+        return remat_err_set(err, REMAT_EINVAL, "--strategy: unknown strategy '%s' (known: %s)", name, list);
+    }
+    remat_planner P;
+    memset(&P, 0, sizeof P);
+    P.a = a;
+    P.o = o;
+    P.err = err;
+    remat_schedule_init(&P.scratch);
+    out->graph_name = remat__strdup(g->name);
+    out->strategy = remat__strdup(name);
+    out->graph_fingerprint = g->fingerprint;
+    out->budget_kind = o->budget_kind;
+    out->budget = o->budget;
+    remat_status st = REMAT_OK;
+    if (!out->graph_name || !out->strategy)
+        st = remat_err_set(err, REMAT_ENOMEM, "out of memory planning");
+    if (st == REMAT_OK)
+        st = strategies[i].fn(&P, out);
+    if (st == REMAT_OK && !out->keep)
+        st = remat__plan_alloc_keep(&P, out);
+    if (st == REMAT_OK && out->schedule.n == 0) {
+        remat_status pst = remat_schedule_from_keep(a, out->keep, &out->schedule, err);
+        st = pst;
+    }
+    if (st == REMAT_OK)
+        st = remat_replay(a, &out->schedule, &o->extras, NULL, r, err);
+    if (st == REMAT_OK && !r->valid) {
+        /* A strategy emitted a schedule the executor rejects: a bug. */
+        st = REMAT_EINTERNAL;
+        char msg[REMAT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err && err->msg[0] ? err->msg : "?");
+        if (err)
+            err->code = REMAT_OK;
+        remat_err_set(err, REMAT_EINTERNAL, "strategy %s produced an invalid schedule: %s", name, msg);
+    }
+    if (st == REMAT_OK && o->budget_kind != REMAT_BUDGET_NONE) {
+        uint64_t m = o->budget_kind == REMAT_BUDGET_ACTIVATION ? r->activation_peak : r->peak_bytes;
+        if (m > o->budget) {
+            char b1[64], b2[64];
+            st = remat_err_set(err, REMAT_EINFEASIBLE,
+                               "strategy %s cannot meet the %s budget of %s: the smallest %s it reaches on this "
+                               "graph is %s",
+                               name, o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
+                               remat_format_bytes(o->budget, b1, sizeof b1),
+                               o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak" : "peak",
+                               remat_format_bytes(m, b2, sizeof b2));
+        }
+    }
+    remat_schedule_destroy(&P.scratch);
+    if (st != REMAT_OK) {
+        remat_replay_result_destroy(r);
+        memset(r, 0, sizeof *r);
+        remat_plan_destroy(out);
+    }
+    return st;
+}
+
+remat_status remat__strategy_store_all(remat_planner *P, remat_plan *out)
+{
+    remat_status st = remat__plan_alloc_keep(P, out);
+    if (st != REMAT_OK)
+        return st;
+    const remat_graph *g = P->a->g;
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        out->keep[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
+    return remat__plan_params(P, out, "{}");
+}

@@ -1,0 +1,80 @@
+/*
+ * planner.h - what strategies share: the evaluation of a candidate by
+ * replay, the comparison of two candidates under a budget, and the block
+ * chain of a graph (single-tensor cuts).
+ */
+#ifndef REMAT_PLANNER_H
+#define REMAT_PLANNER_H
+
+#include "remat/plan.h"
+#include "../exec/builder.h"
+
+typedef struct remat_planner {
+    const remat_analysis *a;
+    const remat_plan_options *o;
+    remat_err *err;
+    remat_schedule scratch;
+    uint64_t evaluations; /* replays run, for the plan's params */
+} remat_planner;
+
+/* A candidate's replayed figures. metric is what the budget caps: the total
+ * peak, or the activation peak for --activation-budget. */
+typedef struct remat_eval {
+    int valid;
+    uint64_t peak;
+    uint64_t metric;
+    uint64_t extra_flops;
+} remat_eval;
+
+/* Builds the default-policy schedule of keep and replays it. A policy
+ * error (e.g. a freed non-recomputable tensor) gives valid = 0, not a
+ * failure; only ENOMEM/overflow fail. */
+remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval *e);
+/* Replays s. */
+remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, remat_eval *e);
+int remat__fits(const remat_planner *P, const remat_eval *e);
+/* 1 if x is preferable to y: fits when y does not; among fitting, fewer
+ * extra FLOPs then lower metric; among non-fitting, lower metric. */
+int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y);
+
+/* Block chain: ops in forward order split at every cut that exactly one
+ * activation crosses (or none), then merged so that every backward step
+ * saves only tensors of its own block, its block's input boundary, or
+ * leaves. Block j covers forward positions start[j] .. start[j+1]-1; its
+ * input boundary is in[j] (REMAT_NONE for the first block or when nothing
+ * crosses) and in[j+1] is its output. */
+typedef struct remat_blocks {
+    uint32_t n;
+    uint32_t *start; /* n + 1 entries */
+    uint32_t *in;    /* n + 1 entries: in[0] = in[n] = NONE */
+} remat_blocks;
+
+remat_status remat__blocks_build(const remat_analysis *a, remat_blocks *b, remat_err *err);
+void remat__blocks_destroy(remat_blocks *b);
+
+/* Strategies: fill out->keep (always) and out->schedule (or leave it
+ * empty to have the default policy build it), and out->params_json. */
+typedef remat_status (*remat_strategy_fn)(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_store_all(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
+
+/* Allocates out->keep (all zero). */
+remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);
+/* Sets out->params_json from a printf format. */
+remat_status remat__plan_params(remat_planner *P, remat_plan *out, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Griewank's minimum number of forward advances to reverse l steps with s
+ * snapshot slots (x_0's included): r*l - C(s+r, s+1). */
+uint64_t remat__revolve_min_advances(uint64_t l, uint64_t s);
+/* The Revolve schedule over the block chain with s slots; *advances gets
+ * the number of block advances made. */
+remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks *bl, uint64_t s,
+                                     remat_schedule *out, uint64_t *advances, remat_err *err);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * revolve.c - Griewank and Walther's binomial checkpointing (Revolve) over
+ * the block chain.
+ *
+ * The chain: blocks 0..L-1 of blocks.c, x_j = the tensor entering block j
+ * (x_0 is the graph input, a leaf). Reversing blocks a..b-1 from a resident
+ * x_a with s snapshot slots (x_a's own included, as Griewank counts them):
+ *   - one block: run its backward (its first forward if it has not run yet);
+ *   - s = 1: for each block from the last down, advance from x_a to it and
+ *     run its backward;
+ *   - else advance m blocks, keep x_{a+m} in a slot, reverse the right part
+ *     with s-1 slots, drop x_{a+m}, reverse the left part with s slots.
+ * With r the repetition number (beta(s, r-1) < l <= beta(s, r), beta(s, r) =
+ * C(s+r, s)), m = min(beta(s, r-1), l - beta(s-1, r-1)) makes both halves
+ * optimal with repetition numbers r-1 and r, so the advances total Griewank's
+ * minimum t(l, s) = r*l - C(s+r, s+1) (the derivation is in graphs/README.md).
+ *
+ * Our memory model: x_0 is a graph input and costs no activation bytes, so
+ * s slots keep s-1 boundary activations; a block's backward rebuilds its
+ * internal tape from its input boundary. Counting: the advances are our FWD
+ * and RECOMPUTE instructions of the advancing sweeps, and the last block's
+ * first forward is the +1: on a chain of single ops that save their input,
+ * FWD + RECOMPUTE = t(l, s) + 1 and RECOMPUTE = t(l, s) + 1 - l.
+ *
+ * The slot count comes from the budget: the largest s whose replayed peak
+ * fits (binary search; the replay judges every probe).
+ */
+#include "planner.h"
+#include "../util/util_internal.h"
+
+#include <string.h>
+
+/* C(n, k), saturating at UINT64_MAX. */
+static uint64_t binom(uint64_t n, uint64_t k)
+{
+    if (k > n)
+        return 0;
+    if (k > n - k)
+        k = n - k;
+    uint64_t r = 1;
+    for (uint64_t i = 1; i <= k; i++) {
+        /* r * (n - k + i) / i stays integral at every step. */
+        uint64_t num = n - k + i;
+        uint64_t g1 = r, g2 = i;
+        while (g2) { uint64_t t = g1 % g2; g1 = g2; g2 = t; } /* gcd(r, i) */
+        uint64_t rr = r / g1, ii = i / g1, nn;
+        if (num % ii != 0)
+            return UINT64_MAX; /* cannot happen for true binomials; be safe */
+        nn = num / ii;
+        if (!remat_u64_mul(rr, nn, &r))
+            return UINT64_MAX;
+    }
+    return r;
+}
+
+static uint64_t beta(uint64_t s, uint64_t r)
+{
+    return binom(s + r, s);
+}
+
+/* The repetition number: the smallest r with beta(s, r) >= l. */
+static uint64_t repetitions(uint64_t l, uint64_t s)
+{
+    uint64_t r = 0;
+    while (beta(s, r) < l)
+        r++;
+    return r;
+}
+
+uint64_t remat__revolve_min_advances(uint64_t l, uint64_t s)
+{
+    if (l <= 1)
+        return 0;
+    if (s == 1)
+        return l * (l - 1) / 2;
+    uint64_t r = repetitions(l, s);
+    return r * l - binom(s + r, s + 1);
+}
+
+static uint64_t split(uint64_t l, uint64_t s)
+{
+    uint64_t r = repetitions(l, s);
+    uint64_t a = beta(s, r - 1), b = l - beta(s - 1, r - 1);
+    uint64_t m = a < b ? a : b;
+    if (m < 1)
+        m = 1;
+    if (m > l - 1)
+        m = l - 1;
+    return m;
+}
+
+typedef struct {
+    remat_builder B;
+    const remat_blocks *bl;
+    uint64_t advances; /* block forward runs in advancing sweeps */
+} rv;
+
+static int block_has_unrun_ops(rv *R, uint32_t j)
+{
+    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++)
+        if (!R->B.fwd_done[R->B.a->order[i]])
+            return 1;
+    return 0;
+}
+
+/* Runs blocks a..m-1 forward from x_a, leaving x_m resident and freeing
+ * everything else that is not pinned once its forward uses are over. */
+static remat_status advance(rv *R, uint32_t a, uint32_t m)
+{
+    const remat_analysis *an = R->B.a;
+    const remat_graph *g = an->g;
+    uint32_t target = R->bl->in[m];
+    remat_status st;
+    for (uint32_t j = a; j < m; j++) {
+        R->advances++;
+        for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
+            uint32_t k = an->order[i];
+            const remat_op *op = &g->ops[k];
+            const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+            int all = 1;
+            for (uint32_t q = 0; q < op->n_out; q++)
+                all &= R->B.res[out[q]];
+            if (!all && (st = remat__builder_forward(&R->B, k)) != REMAT_OK)
+                return st;
+            for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
+                uint32_t t = q < op->n_in ? in[q] : out[q - op->n_in];
+                const remat_lifetime *L = &an->life[t];
+                if (t == target || R->B.pin[t] || g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+                    continue;
+                uint32_t last = L->last_fwd_use == REMAT_NONE || L->last_fwd_use < L->birth ? L->birth : L->last_fwd_use;
+                if (last <= i && (st = remat__builder_free(&R->B, t)) != REMAT_OK)
+                    return st;
+            }
+        }
+    }
+    return REMAT_OK;
+}
+
+/* Backward of block j from a resident x_j (pinned meanwhile, so that the
+ * block's tape can be rebuilt from it after its last save). */
+static remat_status reverse_block(rv *R, uint32_t j)
+{
+    const remat_analysis *an = R->B.a;
+    const remat_graph *g = an->g;
+    remat_status st;
+    uint32_t x = R->bl->in[j];
+    uint8_t was = x != REMAT_NONE ? R->B.pin[x] : 0;
+    if (x != REMAT_NONE)
+        R->B.pin[x] = 1;
+    if (block_has_unrun_ops(R, j)) {
+        /* First forward of this block: keep what its backward saves. */
+        for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
+            uint32_t k = an->order[i];
+            if ((st = remat__builder_forward(&R->B, k)) != REMAT_OK)
+                return st;
+            const remat_op *op = &g->ops[k];
+            const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+            for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
+                uint32_t t = q < op->n_in ? in[q] : out[q - op->n_in];
+                const remat_lifetime *L = &an->life[t];
+                if (R->B.pin[t] || R->B.rem[t] > 0 || g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+                    continue;
+                uint32_t last = L->last_fwd_use == REMAT_NONE || L->last_fwd_use < L->birth ? L->birth : L->last_fwd_use;
+                if (an->is_output[t] && last < g->n_ops - 1)
+                    last = g->n_ops - 1;
+                if (last <= i && (st = remat__builder_free(&R->B, t)) != REMAT_OK)
+                    return st;
+            }
+        }
+    }
+    for (uint32_t i = R->bl->start[j + 1]; i-- > R->bl->start[j];) {
+        uint32_t k = an->order[i];
+        if (an->bwd_step[k] != REMAT_NONE && (st = remat__builder_backward(&R->B, k)) != REMAT_OK)
+            return st;
+    }
+    /* Drop what is left of the block (dead outputs, unsaved stepping stones). */
+    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
+        const remat_op *op = &g->ops[an->order[i]];
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t q = 0; q < op->n_out; q++)
+            if (!R->B.pin[out[q]] && R->B.rem[out[q]] == 0 && (st = remat__builder_free(&R->B, out[q])) != REMAT_OK)
+                return st;
+    }
+    if (x != REMAT_NONE)
+        R->B.pin[x] = was;
+    return REMAT_OK;
+}
+
+static void pin(rv *R, uint32_t j, uint8_t v)
+{
+    uint32_t x = R->bl->in[j];
+    if (x != REMAT_NONE)
+        R->B.pin[x] = v;
+}
+
+static remat_status release(rv *R, uint32_t j)
+{
+    uint32_t x = R->bl->in[j];
+    if (x == REMAT_NONE)
+        return REMAT_OK;
+    R->B.pin[x] = 0;
+    return remat__builder_free(&R->B, x);
+}
+
+static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
+{
+    remat_status st;
+    uint32_t l = b - a;
+    if (l == 1)
+        return reverse_block(R, a);
+    if (s >= l) {
+        /* Enough slots for every boundary: one sweep, then reverse. */
+        for (uint32_t j = a; j + 1 < b; j++) {
+            if ((st = advance(R, j, j + 1)) != REMAT_OK)
+                return st;
+            pin(R, j + 1, 1);
+        }
+        for (uint32_t j = b; j-- > a;) {
+            if ((st = reverse_block(R, j)) != REMAT_OK)
+                return st;
+            if (j > a && (st = release(R, j)) != REMAT_OK)
+                return st;
+        }
+        return REMAT_OK;
+    }
+    if (s <= 1) {
+        for (uint32_t j = b; j-- > a;) {
+            if (j > a && (st = advance(R, a, j)) != REMAT_OK)
+                return st;
+            if ((st = reverse_block(R, j)) != REMAT_OK)
+                return st;
+            if (j > a && (st = release(R, j)) != REMAT_OK)
+                return st;
+        }
+        return REMAT_OK;
+    }
+    uint32_t m = (uint32_t)split(l, s);
+    if ((st = advance(R, a, a + m)) != REMAT_OK)
+        return st;
+    pin(R, a + m, 1);
+    if ((st = rev(R, a + m, b, s - 1)) != REMAT_OK)
+        return st;
+    if ((st = release(R, a + m)) != REMAT_OK)
+        return st;
+    return rev(R, a, a + m, s);
+}
+
+/* Builds the Revolve schedule with s slots into out. */
+remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks *bl, uint64_t s,
+                                     remat_schedule *out, uint64_t *advances, remat_err *err)
+{
+    rv R;
+    memset(&R, 0, sizeof R);
+    R.bl = bl;
+    remat_status st = remat__builder_init(&R.B, a, out, err);
+    if (st != REMAT_OK)
+        return st;
+    st = rev(&R, 0, bl->n, s < 1 ? 1 : s);
+    if (st == REMAT_OK)
+        st = remat__builder_opt(&R.B);
+    if (advances)
+        *advances = R.advances;
+    remat__builder_destroy(&R.B);
+    return st;
+}
+
+remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
+{
+    const remat_analysis *a = P->a;
+    remat_blocks bl;
+    remat_status st = remat__blocks_build(a, &bl, P->err);
+    if (st != REMAT_OK)
+        return st;
+    if ((st = remat__plan_alloc_keep(P, out)) != REMAT_OK) {
+        remat__blocks_destroy(&bl);
+        return st;
+    }
+    /* s = L keeps every boundary; s = 1 keeps none. Find the largest s
+     * that fits (fewer slots never cost fewer FLOPs). */
+    uint64_t lo = 1, hi = bl.n, best = 1;
+    remat_eval e;
+    remat_schedule_clear(&P->scratch);
+    if (P->o->budget_kind == REMAT_BUDGET_NONE) {
+        best = hi;
+    } else {
+        while (lo <= hi && st == REMAT_OK) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            remat_schedule_clear(&P->scratch);
+            if ((st = remat__revolve_schedule(a, &bl, mid, &P->scratch, NULL, P->err)) != REMAT_OK ||
+                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
+                break;
+            if (remat__fits(P, &e)) {
+                best = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+    }
+    uint64_t adv = 0;
+    if (st == REMAT_OK)
+        st = remat__revolve_schedule(a, &bl, best, &out->schedule, &adv, P->err);
+    if (st == REMAT_OK) {
+        /* Keep set for the record: the boundaries, as the slots hold them. */
+        for (uint32_t j = 1; j < bl.n; j++)
+            if (bl.in[j] != REMAT_NONE && best >= bl.n)
+                out->keep[bl.in[j]] = 1;
+        st = remat__plan_params(P, out,
+                                "{\"slots\": %llu, \"blocks\": %u, \"block_advances\": %llu, \"min_advances\": %llu}",
+                                (unsigned long long)best, bl.n, (unsigned long long)adv,
+                                (unsigned long long)remat__revolve_min_advances(bl.n, best));
+    }
+    remat__blocks_destroy(&bl);
+    return st;
+}
