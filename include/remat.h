@@ -15,5 +15,6 @@
 #include "remat/exec.h"
 #include "remat/report.h"
 #include "remat/plan.h"
+#include "remat/compare.h"
 
 #endif

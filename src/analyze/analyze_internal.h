@@ -21,4 +21,10 @@ remat_status remat__ig_reaches_outputs(const remat_graph *g, uint8_t *reach, rem
  * cut[op] = 1 where removing the op disconnects the graph. */
 remat_status remat__ig_articulation_ops(const remat_graph *g, uint8_t *cut, remat_err *err);
 
+/* Minimum s-t cut of a directed graph with n vertices, edge list
+ * edges[2*i], edges[2*i+1] and capacities cap[i]. side[v] = 1 for the
+ * vertices on the source's side of the cut; *value gets its capacity. */
+remat_status remat__ig_st_mincut(uint32_t n, const uint32_t *edges, size_t n_edges, const double *cap, uint32_t s,
+                                 uint32_t t, uint8_t *side, double *value, remat_err *err);
+
 #endif

@@ -291,3 +291,56 @@ remat_status remat__ig_articulation_ops(const remat_graph *g, uint8_t *cut, rema
     session_end(&s);
     return st;
 }
+
+remat_status remat__ig_st_mincut(uint32_t n, const uint32_t *edges, size_t n_edges, const double *cap, uint32_t s,
+                                 uint32_t t, uint8_t *side, double *value, remat_err *err)
+{
+    ig_session S;
+    session_begin(&S);
+    igraph_vector_int_t ev, part;
+    igraph_vector_t capv;
+    int have_ev = 0, have_cap = 0, have_part = 0;
+    remat_status st = REMAT_OK;
+    if (igraph_vector_int_init(&ev, (igraph_integer_t)(2 * n_edges)) != IGRAPH_SUCCESS) {
+        st = ig_fail(err, "minimum cut");
+        goto out;
+    }
+    have_ev = 1;
+    for (size_t i = 0; i < 2 * n_edges; i++)
+        VECTOR(ev)[i] = edges[i];
+    if (igraph_vector_init(&capv, (igraph_integer_t)n_edges) != IGRAPH_SUCCESS) {
+        st = ig_fail(err, "minimum cut");
+        goto out;
+    }
+    have_cap = 1;
+    for (size_t i = 0; i < n_edges; i++)
+        VECTOR(capv)[i] = cap[i];
+    if (igraph_create(&S.graph, &ev, (igraph_integer_t)n, IGRAPH_DIRECTED) != IGRAPH_SUCCESS) {
+        st = ig_fail(err, "minimum cut");
+        goto out;
+    }
+    S.have_graph = 1;
+    if (igraph_vector_int_init(&part, 0) != IGRAPH_SUCCESS) {
+        st = ig_fail(err, "minimum cut");
+        goto out;
+    }
+    have_part = 1;
+    igraph_real_t v = 0;
+    if (igraph_maxflow(&S.graph, &v, NULL, NULL, &part, NULL, s, t, &capv, NULL) != IGRAPH_SUCCESS) {
+        st = ig_fail(err, "minimum cut");
+        goto out;
+    }
+    memset(side, 0, n);
+    for (igraph_integer_t i = 0; i < igraph_vector_int_size(&part); i++)
+        side[VECTOR(part)[i]] = 1;
+    *value = v;
+out:
+    if (have_part)
+        igraph_vector_int_destroy(&part);
+    if (have_cap)
+        igraph_vector_destroy(&capv);
+    if (have_ev)
+        igraph_vector_int_destroy(&ev);
+    session_end(&S);
+    return st;
+}

@@ -57,6 +57,7 @@ int cmd_lifetimes(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
 
 

@@ -13,6 +13,8 @@ static const struct {
     remat_strategy_info info;
     remat_strategy_fn fn;
 } strategies[] = {
+    {{"auto", "the default: every applicable strategy plus a local search; least extra FLOPs within the budget"},
+     remat__strategy_auto},
     {{"store-all", "keep every activation (no recomputation): the baseline and the upper bound on memory"},
      remat__strategy_store_all},
     {{"sqrtn", "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward"},
@@ -21,10 +23,20 @@ static const struct {
      remat__strategy_chen_greedy},
     {{"revolve", "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget"},
      remat__strategy_revolve},
+    {{"mincut", "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)"},
+     remat__strategy_mincut},
 };
 #define N_STRATEGIES (sizeof strategies / sizeof strategies[0])
 
 static remat_strategy_info infos[N_STRATEGIES];
+
+remat_strategy_fn remat__strategy_lookup(const char *name)
+{
+    for (size_t i = 0; i < N_STRATEGIES; i++)
+        if (strcmp(strategies[i].info.name, name) == 0)
+            return strategies[i].fn;
+    return NULL;
+}
 
 const remat_strategy_info *remat_plan_strategies(size_t *n)
 {
@@ -195,6 +207,11 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
         }
     }
     remat_schedule_destroy(&P.scratch);
+    if (st == REMAT_EINFEASIBLE && r->recompute_counts) {
+        /* The strategy's best effort stays with the caller, replayed, so
+         * that comparisons can show what it reaches. */
+        return st;
+    }
     if (st != REMAT_OK) {
         remat_replay_result_destroy(r);
         memset(r, 0, sizeof *r);

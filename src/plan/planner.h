@@ -56,9 +56,13 @@ void remat__blocks_destroy(remat_blocks *b);
  * empty to have the default policy build it), and out->params_json. */
 typedef remat_status (*remat_strategy_fn)(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_store_all(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_auto(remat_planner *P, remat_plan *out);
+/* The strategy function of a name, NULL if unknown. */
+remat_strategy_fn remat__strategy_lookup(const char *name);
 remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_mincut(remat_planner *P, remat_plan *out);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);

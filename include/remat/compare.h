@@ -1,0 +1,61 @@
+/*
+ * remat/compare.h - strategies side by side: one budget, or a sweep of
+ * budgets from the smallest any strategy meets to the store-all peak.
+ *
+ *     remat_compare_row rows[16]; size_t n;
+ *     remat_compare_run(a, &opts, rows, 16, &n, &err);   // opts.budget set
+ *
+ * Every figure comes from remat_plan_make, hence from a replay.
+ */
+#ifndef REMAT_COMPARE_H
+#define REMAT_COMPARE_H
+
+#include "remat/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct remat_compare_row {
+    char strategy[32];
+    int linearized;
+    remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
+    char message[160];       /* for statuses other than OK/EINFEASIBLE */
+    uint64_t peak_bytes;     /* replayed total peak */
+    uint64_t metric;         /* what the budget caps (total or activation peak) */
+    uint64_t extra_flops;
+    double overhead;         /* extra / (forward + backward) */
+    double seconds;          /* planning time, replay included */
+} remat_compare_row;
+
+/* Runs every strategy (and the linearized variants of sqrtn and
+ * chen-greedy) at o's budget. rows must hold at least 16. */
+remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options *o, remat_compare_row *rows,
+                               size_t cap, size_t *n, remat_err *err);
+
+/* A sweep: values[s * n_budgets + i] is strategy s's overhead at budget i,
+ * or a negative number where it is infeasible. */
+typedef struct remat_sweep {
+    size_t n_budgets, n_series;
+    uint64_t *budgets;
+    char (*names)[48];
+    double *values;
+    remat_budget_kind kind;
+} remat_sweep;
+
+/* Budgets from the smallest metric any strategy reaches to the store-all
+ * metric, n points (n >= 2). progress (may be NULL) is called after each
+ * budget. */
+remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_options *o, size_t n, remat_sweep *out,
+                                 void (*progress)(void *ctx, size_t done, size_t total), void *ctx, remat_err *err);
+void remat_sweep_destroy(remat_sweep *s);
+
+/* Documents: a text table or JSON for rows; JSON or SVG for a sweep. */
+char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o, const remat_compare_row *rows,
+                           size_t n, int json, size_t *len, remat_err *err);
+char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg, size_t *len, remat_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,120 @@
+/*
+ * cmd_compare.c - `remat compare GRAPH --budget B [--sweep N [--svg FILE]] [--json]`.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "remat/compare.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void progress(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    fprintf(stderr, "\rremat compare: budget %zu of %zu", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    enum { OPT_ACT = 256, OPT_SVG, OPT_TIME };
+    static const struct option opts[] = {
+        {"budget", required_argument, NULL, 'b'},
+        {"activation-budget", required_argument, NULL, OPT_ACT},
+        {"sweep", required_argument, NULL, 'n'},
+        {"svg", required_argument, NULL, OPT_SVG},
+        {"time-limit", required_argument, NULL, OPT_TIME},
+        {"json", no_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    int json = 0, c;
+    unsigned long sweep = 0;
+    const char *svg = NULL, *out = "-";
+    remat_err err;
+    remat_err_init(&err);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:n:jo:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+        case OPT_ACT:
+            if (o.budget_kind != REMAT_BUDGET_NONE)
+                return remat_cli_usage_error("compare", "give one of --budget and --activation-budget");
+            if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
+                return remat_cli_usage_error("compare", "%s", err.msg);
+            o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+            break;
+        case 'n': {
+            char *end;
+            sweep = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || sweep < 2 || sweep > 1000)
+                return remat_cli_usage_error("compare", "--sweep: '%s' is not a number of budgets from 2 to 1000",
+                                             optarg);
+            break;
+        }
+        case OPT_SVG: svg = optarg; break;
+        case OPT_TIME: {
+            char *end;
+            o.time_limit = strtod(optarg, &end);
+            if (!*optarg || *end || !(o.time_limit > 0))
+                return remat_cli_usage_error("compare", "--time-limit: '%s' is not a positive number", optarg);
+            break;
+        }
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 'h': remat_cli_print_usage(stdout, "compare"); return REMAT_EXIT_OK;
+        default: return remat_cli_usage_error("compare", "bad option");
+        }
+    }
+    if (optind != argc - 1)
+        return remat_cli_usage_error("compare", "expected exactly one GRAPH");
+    if (!sweep && o.budget_kind == REMAT_BUDGET_NONE)
+        return remat_cli_usage_error("compare", "give --budget B or --activation-budget B (or --sweep N)");
+    if (svg && !sweep)
+        return remat_cli_usage_error("compare", "--svg draws a sweep: give --sweep N too");
+    remat_graph *g;
+    remat_analysis *a;
+    int rc = remat_cli_open_graph(argv[optind], &g, &a);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
+    size_t len;
+    char *text = NULL;
+    if (sweep) {
+        remat_sweep s;
+        if (remat_compare_sweep(a, &o, sweep, &s, isatty(2) ? progress : NULL, NULL, &err) != REMAT_OK) {
+            rc = remat_cli_fail(&err);
+        } else {
+            if (svg) {
+                text = remat_report_sweep(a, &s, 1, &len, &err);
+                rc = text ? remat_cli_write(svg, text, len) : remat_cli_fail(&err);
+                remat_free(text);
+            }
+            if (rc == REMAT_EXIT_OK) {
+                text = remat_report_sweep(a, &s, 0, &len, &err);
+                rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
+                remat_free(text);
+            }
+            remat_sweep_destroy(&s);
+        }
+    } else {
+        remat_compare_row rows[32];
+        size_t n;
+        if (remat_compare_run(a, &o, rows, 32, &n, &err) != REMAT_OK) {
+            rc = remat_cli_fail(&err);
+        } else {
+            text = remat_report_compare(a, &o, rows, n, json, &len, &err);
+            rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
+            remat_free(text);
+        }
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    return rc;
+}

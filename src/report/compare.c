@@ -1,0 +1,339 @@
+/*
+ * compare.c - strategies side by side, and the overhead-versus-budget
+ * sweep with its SVG chart.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "remat/compare.h"
+#include "remat/report.h"
+#include "../util/util_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The columns: every strategy but auto's internal duplicates, plus the
+ * linearized variants. auto comes last so it can be read against the rest. */
+static size_t columns(const char **names, int *lin, size_t cap)
+{
+    size_t n = 0, k;
+    const remat_strategy_info *s = remat_plan_strategies(&k);
+    for (size_t i = 0; i < k && n < cap; i++) {
+        if (strcmp(s[i].name, "auto") == 0)
+            continue;
+        names[n] = s[i].name;
+        lin[n++] = 0;
+        if ((strcmp(s[i].name, "sqrtn") == 0 || strcmp(s[i].name, "chen-greedy") == 0) && n < cap) {
+            names[n] = s[i].name;
+            lin[n++] = 1;
+        }
+    }
+    if (n < cap) {
+        names[n] = "auto";
+        lin[n++] = 0;
+    }
+    return n;
+}
+
+static remat_status run_one(const remat_analysis *a, const remat_plan_options *o, const char *name, int lin,
+                            remat_compare_row *row, remat_err *err)
+{
+    remat_plan_options sub = *o;
+    sub.strategy = name;
+    sub.linearized = lin;
+    memset(row, 0, sizeof *row);
+    snprintf(row->strategy, sizeof row->strategy, "%s", name);
+    row->linearized = lin;
+    remat_plan plan;
+    remat_replay_result r;
+    remat_err local;
+    remat_err_init(&local);
+    double t0 = now();
+    remat_status st = remat_plan_make(a, &sub, &plan, &r, &local);
+    row->seconds = now() - t0;
+    row->status = st;
+    if (st == REMAT_OK || st == REMAT_EINFEASIBLE) {
+        row->peak_bytes = r.peak_bytes;
+        row->metric = o->budget_kind == REMAT_BUDGET_ACTIVATION ? r.activation_peak : r.peak_bytes;
+        row->extra_flops = r.flops_recompute;
+        double base = (double)r.flops_forward + (double)r.flops_backward;
+        row->overhead = base > 0 ? (double)r.flops_recompute / base : 0;
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+    } else {
+        /* Long messages are cut: the row is a summary, `remat plan` has the rest. */
+        memcpy(row->message, local.msg, sizeof row->message - 1);
+        row->message[sizeof row->message - 1] = '\0';
+    }
+    if (st == REMAT_ENOMEM)
+        return remat_err_set(err, st, "%s", local.msg);
+    return REMAT_OK;
+}
+
+remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options *o, remat_compare_row *rows,
+                               size_t cap, size_t *n, remat_err *err)
+{
+    const char *names[32];
+    int lin[32];
+    size_t k = columns(names, lin, cap < 32 ? cap : 32);
+    *n = 0;
+    for (size_t i = 0; i < k; i++) {
+        remat_status st = run_one(a, o, names[i], lin[i], &rows[i], err);
+        if (st != REMAT_OK)
+            return st;
+        (*n)++;
+    }
+    return REMAT_OK;
+}
+
+void remat_sweep_destroy(remat_sweep *s)
+{
+    if (!s)
+        return;
+    remat__free(s->budgets);
+    remat__free(s->names);
+    remat__free(s->values);
+    memset(s, 0, sizeof *s);
+}
+
+remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_options *o, size_t n, remat_sweep *out,
+                                 void (*progress)(void *ctx, size_t done, size_t total), void *ctx, remat_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return remat_err_set(err, REMAT_EINVAL, "--sweep: need at least 2 budgets");
+    const char *names[32];
+    int lin[32];
+    size_t k = columns(names, lin, 32);
+    remat_plan_options base = *o;
+    if (base.budget_kind == REMAT_BUDGET_NONE)
+        base.budget_kind = REMAT_BUDGET_TOTAL;
+    out->kind = base.budget_kind;
+    out->n_budgets = n;
+    out->n_series = k;
+    out->budgets = remat__array(n, sizeof *out->budgets);
+    out->names = remat__array(k, sizeof *out->names);
+    out->values = remat__array(n * k, sizeof *out->values);
+    if (!out->budgets || !out->names || !out->values) {
+        remat_sweep_destroy(out);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory in the sweep");
+    }
+    /* Range: each strategy at budget 0 reports the smallest it reaches. */
+    remat_compare_row row;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    base.budget = 0;
+    for (size_t s = 0; s < k; s++) {
+        snprintf(out->names[s], sizeof out->names[s], "%s%s", names[s], lin[s] ? "/linearized" : "");
+        remat_status st = run_one(a, &base, names[s], lin[s], &row, err);
+        if (st != REMAT_OK) {
+            remat_sweep_destroy(out);
+            return st;
+        }
+        if ((row.status == REMAT_EINFEASIBLE || row.status == REMAT_OK) && row.metric < lo)
+            lo = row.metric;
+        if (strcmp(names[s], "store-all") == 0)
+            hi = row.metric;
+    }
+    if (lo == UINT64_MAX || hi < lo) {
+        remat_sweep_destroy(out);
+        return remat_err_set(err, REMAT_EINTERNAL, "sweep: no strategy produced a plan");
+    }
+    for (size_t i = 0; i < n; i++) {
+        out->budgets[i] = lo + (uint64_t)((double)(hi - lo) * (double)i / (double)(n - 1));
+        base.budget = out->budgets[i];
+        for (size_t s = 0; s < k; s++) {
+            remat_status st = run_one(a, &base, names[s], lin[s], &row, err);
+            if (st != REMAT_OK) {
+                remat_sweep_destroy(out);
+                return st;
+            }
+            out->values[s * n + i] = row.status == REMAT_OK ? row.overhead : -1.0;
+        }
+        if (progress)
+            progress(ctx, i + 1, n);
+    }
+    return REMAT_OK;
+}
+
+static char *finish(remat_buf *b, size_t *len, remat_err *err)
+{
+    if (b->failed) {
+        remat_buf_destroy(b);
+        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the comparison");
+        return NULL;
+    }
+    if (len)
+        *len = b->len;
+    return b->data;
+}
+
+static const char *status_word(const remat_compare_row *r)
+{
+    return r->status == REMAT_OK ? "yes" : r->status == REMAT_EINFEASIBLE ? "no" : "n/a";
+}
+
+char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o, const remat_compare_row *rows,
+                           size_t n, int json, size_t *len, remat_err *err)
+{
+    remat_buf b;
+    remat_buf_init(&b);
+    const char *kind = o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total";
+    if (json) {
+        remat_buf_puts(&b, "{\"graph\": ");
+        remat_buf_json_str(&b, a->g->name);
+        remat_buf_printf(&b, ", \"budget\": {\"kind\": \"%s\", \"bytes\": %llu},\n \"strategies\": [", kind,
+                         (unsigned long long)o->budget);
+        for (size_t i = 0; i < n; i++) {
+            const remat_compare_row *r = &rows[i];
+            remat_buf_printf(&b, "%s\n  {\"strategy\": \"%s%s\", \"feasible\": %s", i ? "," : "", r->strategy,
+                             r->linearized ? "/linearized" : "", r->status == REMAT_OK ? "true" : "false");
+            if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
+                remat_buf_printf(&b, ", \"peak_bytes\": %llu, \"budgeted_peak_bytes\": %llu, \"extra_flops\": %llu, "
+                                     "\"overhead\": %.6f",
+                                 (unsigned long long)r->peak_bytes, (unsigned long long)r->metric,
+                                 (unsigned long long)r->extra_flops, r->overhead);
+            else {
+                remat_buf_puts(&b, ", \"error\": ");
+                remat_buf_json_str(&b, r->message);
+            }
+            remat_buf_printf(&b, ", \"plan_seconds\": %.6f}", r->seconds);
+        }
+        remat_buf_puts(&b, "\n ]}\n");
+    } else {
+        char bb[64];
+        remat_buf_printf(&b, "graph %s, %s budget %s\n", a->g->name, kind,
+                         remat_format_bytes(o->budget, bb, sizeof bb));
+        remat_buf_printf(&b, "%-24s %-8s %22s %20s %10s %10s\n", "strategy", "feasible",
+                         o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak (B)" : "replayed peak (B)",
+                         "extra FLOPs", "overhead", "time (ms)");
+        for (size_t i = 0; i < n; i++) {
+            const remat_compare_row *r = &rows[i];
+            char name[48];
+            snprintf(name, sizeof name, "%s%s", r->strategy, r->linearized ? "/linearized" : "");
+            if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
+                remat_buf_printf(&b, "%-24s %-8s %22llu %20llu %9.2f%% %10.1f\n", name, status_word(r),
+                                 (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
+                                 100.0 * r->overhead, 1000.0 * r->seconds);
+            else
+                remat_buf_printf(&b, "%-24s %-8s %s\n", name, status_word(r), r->message);
+        }
+    }
+    return finish(&b, len, err);
+}
+
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
+
+char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg, size_t *len, remat_err *err)
+{
+    remat_buf b;
+    remat_buf_init(&b);
+    const size_t n = s->n_budgets;
+    if (!svg) {
+        remat_buf_puts(&b, "{\"graph\": ");
+        remat_buf_json_str(&b, a->g->name);
+        remat_buf_printf(&b, ", \"kind\": \"%s\",\n \"budgets\": [",
+                         s->kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total");
+        for (size_t i = 0; i < n; i++)
+            remat_buf_printf(&b, "%s%llu", i ? ", " : "", (unsigned long long)s->budgets[i]);
+        remat_buf_puts(&b, "],\n \"overhead\": {");
+        for (size_t k = 0; k < s->n_series; k++) {
+            remat_buf_printf(&b, "%s\n  \"%s\": [", k ? "," : "", s->names[k]);
+            for (size_t i = 0; i < n; i++) {
+                double v = s->values[k * n + i];
+                if (v < 0)
+                    remat_buf_printf(&b, "%snull", i ? ", " : "");
+                else
+                    remat_buf_printf(&b, "%s%.6f", i ? ", " : "", v);
+            }
+            remat_buf_puts(&b, "]");
+        }
+        remat_buf_puts(&b, "\n }}\n");
+        return finish(&b, len, err);
+    }
+    /* Chart: x = budget (MiB), y = overhead (%), one polyline per strategy;
+     * infeasible points break the line. */
+    const double W = 860, H = 480, L = 80, R = 200, T = 40, B = 60;
+    double ymax = 0;
+    for (size_t i = 0; i < n * s->n_series; i++)
+        if (s->values[i] > ymax)
+            ymax = s->values[i];
+    ymax = ymax <= 0 ? 1 : ymax * 100 * 1.1;
+    double x0 = (double)s->budgets[0], x1 = (double)s->budgets[n - 1];
+    if (x1 <= x0)
+        x1 = x0 + 1;
+    const double MiB = 1048576.0;
+    remat_buf_printf(&b,
+                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                     "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+                     "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+                     W, H, W, H);
+    remat_buf_puts(&b, "<text x=\"80\" y=\"24\" font-size=\"15\">Recompute overhead versus ");
+    remat_buf_puts(&b, s->kind == REMAT_BUDGET_ACTIVATION ? "activation budget" : "total budget");
+    remat_buf_puts(&b, ": ");
+    {
+        /* Graph names are user text: escape for XML. */
+        for (const char *p = a->g->name; *p; p++) {
+            switch (*p) {
+            case '<': remat_buf_puts(&b, "&lt;"); break;
+            case '>': remat_buf_puts(&b, "&gt;"); break;
+            case '&': remat_buf_puts(&b, "&amp;"); break;
+            case '"': remat_buf_puts(&b, "&quot;"); break;
+            default: remat_buf_putn(&b, p, 1);
+            }
+        }
+    }
+    remat_buf_puts(&b, "</text>\n");
+    double pw = W - L - R, ph = H - T - B;
+    remat_buf_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#444\"/>\n",
+                     L, T, pw, ph);
+    for (int i = 0; i <= 5; i++) {
+        double y = T + ph - ph * i / 5.0, v = ymax * i / 5.0;
+        remat_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y,
+                         L + pw, y);
+        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.1f%%</text>\n", L - 6, y + 4, v);
+        double xv = x0 + (x1 - x0) * i / 5.0, x = L + pw * i / 5.0;
+        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.1f</text>\n", x, T + ph + 18,
+                         xv / MiB);
+    }
+    remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">budget (MiB, 2^20 B)</text>\n",
+                     L + pw / 2, H - 16);
+    remat_buf_printf(&b,
+                     "<text x=\"18\" y=\"%.1f\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">extra "
+                     "FLOPs / (forward + backward)</text>\n",
+                     T + ph / 2, T + ph / 2);
+    for (size_t k = 0; k < s->n_series; k++) {
+        const char *col = palette[k % (sizeof palette / sizeof palette[0])];
+        int open = 0;
+        for (size_t i = 0; i < n; i++) {
+            double v = s->values[k * n + i];
+            double x = L + pw * ((double)s->budgets[i] - x0) / (x1 - x0);
+            if (v < 0) {
+                if (open)
+                    remat_buf_puts(&b, "\"/>\n");
+                open = 0;
+                continue;
+            }
+            double y = T + ph - ph * (v * 100) / ymax;
+            if (!open)
+                remat_buf_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+            remat_buf_printf(&b, "%.1f,%.1f ", x, y);
+            open = 1;
+        }
+        if (open)
+            remat_buf_puts(&b, "\"/>\n");
+        remat_buf_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"4\" fill=\"%s\"/>\n", L + pw + 14,
+                         T + 10 + 18.0 * (double)k, col);
+        remat_buf_printf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", L + pw + 32, T + 16 + 18.0 * (double)k,
+                         s->names[k]);
+    }
+    remat_buf_puts(&b, "</svg>\n");
+    return finish(&b, len, err);
+}
