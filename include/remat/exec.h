@@ -118,6 +118,92 @@ remat_status remat_schedule_from_keep(const remat_analysis *a, const uint8_t *ke
 /* The store-all schedule: every activation kept. */
 remat_status remat_schedule_store_all(const remat_analysis *a, remat_schedule *out, remat_err *err);
 
+/* ---- Numeric replay (issue 3, "Numeric mode"; src/exec/numeric.c) ---------
+ *
+ * remat_numeric_replay executes a schedule on real memory so that a plan is
+ * proved, not just accounted. It first runs remat_replay (the judge: an
+ * invalid schedule stops here), then walks the schedule again with its own
+ * buffers and its own allocator:
+ *   - every storage (non-view tensor) gets a buffer of ceil(bytes / scale)
+ *     bytes, allocated when FWD/RECOMPUTE produces it and freed when FREE
+ *     releases the last resident tensor of that storage (views share their
+ *     base's buffer); inputs and params are filled once, deterministically;
+ *   - every forward op runs a kernel whose output bytes are a keyed stream
+ *     seeded by BLAKE2b over the op id, the output index and every byte of
+ *     every input, in input order; each backward step seeds each distinct
+ *     differentiable input's contribution from the op id, the input's slot,
+ *     the output gradients and the saved tensors, and adds it into the
+ *     gradient buffer (ceil(logical_bytes / scale) bytes) by wrapping
+ *     byte-wise addition, so accumulation order cannot change the result;
+ *     gradients follow remat_replay's rules (seed at the first BWD, an
+ *     activation's gradient freed after its producer's BWD, param and input
+ *     gradients kept to the end);
+ *   - workspace is a real buffer of ceil(workspace / scale) bytes held while
+ *     the op runs.
+ * Checks: the first computation of every storage-owning activation records
+ * a BLAKE2b-256 digest and every RECOMPUTE must reproduce it bit for bit;
+ * the allocator's high-water mark of live bytes must equal the accounted
+ * peak of the scaled sizes. That scaled peak is computed from remat_replay's
+ * own allocation events (an observer): each allocation counts
+ * ceil(bytes / scale), and a step's high-water mark is the scaled live bytes
+ * after its allocations plus ceil(step workspace / scale). At scale 1 the
+ * allocator must also equal remat_replay's peak_bytes itself. Views are not
+ * hashed on recompute: they own no bytes, and the bytes they alias are
+ * checked when their owner is rebuilt.
+ *
+ * The parameter-gradient hash is BLAKE2b-256 over every parameter that has
+ * a gradient, in tensor order (id, length, bytes). It is the same for every
+ * valid schedule of a graph at a given scale, and changes with the graph
+ * (sizes, wiring, ids) and with the scale.
+ *
+ *     remat_numeric_result nr;
+ *     if (remat_numeric_replay(a, &s, 1, &nr, &err) == REMAT_OK && nr.verified)
+ *         printf("%s\n", nr.param_grad_hash_hex);
+ *     remat_numeric_result_destroy(&nr);
+ */
+typedef struct remat_numeric_result {
+    remat_replay_result replay;  /* the accounting replay of the schedule (owned) */
+    bool ran;                    /* the schedule was valid and was executed numerically */
+    bool verified;               /* ran, no mismatch, and allocator peak == scaled accounted peak */
+    uint64_t scale;
+    uint64_t recomputed_tensors_checked; /* storage-owning outputs rebuilt by RECOMPUTE and compared */
+    uint64_t mismatches;
+    size_t first_mismatch_index;         /* instruction of the first mismatch (when mismatches > 0) */
+    uint32_t first_mismatch_tensor;
+    uint32_t param_grads_hashed;         /* parameters whose gradient is in the hash */
+    uint8_t param_grad_hash[32];
+    char param_grad_hash_hex[65];
+    uint64_t allocator_peak_bytes;       /* the numeric allocator's high-water mark */
+    uint64_t accounted_peak_bytes_scaled;
+    bool equal;                          /* allocator_peak_bytes == accounted_peak_bytes_scaled
+                                          * (and == replay.peak_bytes at scale 1) */
+    uint64_t peak_rss_bytes;             /* getrusage ru_maxrss of the whole process so far */
+    double wall_seconds;                 /* the numeric execution (CLOCK_MONOTONIC), not the accounting pass */
+} remat_numeric_result;
+
+/* Replays s for accounting, then numerically at 1/scale size (scale >= 1).
+ * Returns REMAT_OK when the schedule was judged and, if valid, executed:
+ *   - out->replay.valid false: invalid schedule; err as from remat_replay
+ *     (REMAT_ESCHEDULE, the instruction and why); nothing ran numerically;
+ *   - out->ran and !out->verified: a recomputed tensor differed from its
+ *     first computation (err names the first one, its instruction and both
+ *     digests) or the allocator disagreed with the accounting (err gives
+ *     both figures); err->code is REMAT_EINTERNAL in both cases, since
+ *     deterministic kernels make either a bug in remat.
+ * Other codes: REMAT_EINVAL (scale 0), REMAT_ENOMEM (a buffer could not be
+ * allocated: the message names the tensor and suggests a larger scale),
+ * REMAT_EOVERFLOW. out is always safe to destroy. Cost: O(instructions +
+ * refs) plus time linear in the bytes hashed and written (each op reads its
+ * inputs once and writes and hashes its outputs once); memory: the live
+ * scaled buffers plus 32 bytes per tensor. */
+remat_status remat_numeric_replay(const remat_analysis *a, const remat_schedule *s, uint64_t scale,
+                                  remat_numeric_result *out, remat_err *err);
+
+/* Frees what out owns (its replay result). Accepts NULL. */
+void remat_numeric_result_destroy(remat_numeric_result *out);
+
+/* ---- end of numeric replay ---------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,7 +93,17 @@ int cmd_plan(int argc, char **argv)
         switch (c) {
         case 'j': json = 1; break;
         case 'o': out = optarg; break;
-        case 'h': remat_cli_print_usage(stdout, "plan"); return REMAT_EXIT_OK;
+        case 'h': {
+            remat_cli_print_usage(stdout, "plan");
+            size_t n;
+            const remat_strategy_info *si = remat_plan_strategies(&n);
+            printf("\nstrategies (--strategy, default auto):\n");
+            for (size_t i = 0; i < n; i++)
+                printf("  %-12s %s\n", si[i].name, si[i].summary);
+            printf("\n--budget caps the total peak (every category); --activation-budget caps activations,\n"
+                   "recomputed activations, activation gradients and workspace only.\n");
+            return REMAT_EXIT_OK;
+        }
         default: return remat_cli_usage_error("plan", "bad option");
         }
     }

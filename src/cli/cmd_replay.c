@@ -1,35 +1,138 @@
 /*
- * cmd_replay.c - `remat replay GRAPH [PLAN] [--json] [-o FILE]`.
+ * cmd_replay.c - `remat replay GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]`.
  *
  * With no plan it replays the store-all schedule. An invalid schedule prints
  * valid: false with the first failing instruction and exits 1.
+ *
+ * --numeric also executes the schedule on real buffers (remat_numeric_replay)
+ * and adds a "numeric" object to the report: recomputations checked,
+ * mismatches, the parameter-gradient hash, the allocator's high-water mark
+ * beside the scaled accounted peak, peak RSS and wall time. A mismatch or an
+ * allocator/accounting disagreement exits 1, like an invalid schedule: the
+ * plan was not proved. --scale K divides every buffer by K (rounding up) so
+ * that large graphs fit; the hash then describes the scaled run.
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* A scale is a plain divisor: digits only, at least 1. */
+static int parse_scale(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v == 0)
+        return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+static void numeric_json(remat_buf *b, const remat_numeric_result *nr, const remat_err *why)
+{
+    remat_buf_printf(b,
+                     ",\n \"numeric\": {\"scale\": %llu, \"recomputed_tensors_checked\": %llu, \"mismatches\": %llu, "
+                     "\"param_grad_hash\": \"%s\", \"param_grads_hashed\": %u,\n  \"allocator_peak_bytes\": %llu, "
+                     "\"accounted_peak_bytes_scaled\": %llu, \"equal\": %s, \"peak_rss_bytes\": %llu, "
+                     "\"wall_seconds\": %.6f",
+                     (unsigned long long)nr->scale, (unsigned long long)nr->recomputed_tensors_checked,
+                     (unsigned long long)nr->mismatches, nr->param_grad_hash_hex, nr->param_grads_hashed,
+                     (unsigned long long)nr->allocator_peak_bytes,
+                     (unsigned long long)nr->accounted_peak_bytes_scaled, nr->equal ? "true" : "false",
+                     (unsigned long long)nr->peak_rss_bytes, nr->wall_seconds);
+    if (!nr->verified) {
+        remat_buf_puts(b, ", \"error\": ");
+        remat_buf_json_str(b, why->msg);
+    }
+    remat_buf_puts(b, "}");
+}
+
+static void numeric_text(remat_buf *b, const remat_numeric_result *nr)
+{
+    char x[64], y[64];
+    remat_buf_printf(b, "numeric     scale %llu: %llu recomputed tensors checked, %llu mismatches (%s)\n",
+                     (unsigned long long)nr->scale, (unsigned long long)nr->recomputed_tensors_checked,
+                     (unsigned long long)nr->mismatches, nr->verified ? "verified" : "NOT verified");
+    remat_buf_printf(b, "  param grad hash   %s (BLAKE2b-256 over %u parameter gradient%s)\n",
+                     nr->param_grad_hash_hex, nr->param_grads_hashed, nr->param_grads_hashed == 1 ? "" : "s");
+    remat_buf_printf(b, "  allocator peak    %s\n", remat_format_bytes(nr->allocator_peak_bytes, x, sizeof x));
+    remat_buf_printf(b, "  accounted peak    %s with every buffer at 1/%llu size (%s)\n",
+                     remat_format_bytes(nr->accounted_peak_bytes_scaled, y, sizeof y), (unsigned long long)nr->scale,
+                     nr->equal ? "equal" : "DIFFERENT");
+    remat_buf_printf(b, "  peak RSS          %s (the whole process)\n",
+                     remat_format_bytes(nr->peak_rss_bytes, x, sizeof x));
+    remat_buf_printf(b, "  wall time         %.6f s\n", nr->wall_seconds);
+}
+
+/* Appends the numeric figures to a replay report. The JSON report is one
+ * object ending in "}\n": the numeric object goes in before that brace, so
+ * the accounting fields stay exactly as remat_report_replay writes them. */
+static char *with_numeric(char *text, size_t *len, int json, const remat_numeric_result *nr, const remat_err *why,
+                          remat_err *err)
+{
+    remat_buf b;
+    remat_buf_init(&b);
+    if (json) {
+        if (*len < 2 || text[*len - 2] != '}' || text[*len - 1] != '\n') {
+            remat_buf_destroy(&b);
+            remat_free(text);
+            remat_err_set(err, REMAT_EINTERNAL, "replay report does not end with an object");
+            return NULL;
+        }
+        remat_buf_putn(&b, text, *len - 2);
+        numeric_json(&b, nr, why);
+        remat_buf_puts(&b, "}\n");
+    } else {
+        remat_buf_putn(&b, text, *len);
+        numeric_text(&b, nr);
+    }
+    remat_free(text);
+    if (b.failed) {
+        remat_buf_destroy(&b);
+        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the replay report");
+        return NULL;
+    }
+    *len = b.len;
+    return b.data;
+}
 
 int cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
+        {"numeric", no_argument, NULL, 'n'},
+        {"scale", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, c;
-    const char *out = "-";
+    int json = 0, numeric = 0, c;
+    uint64_t scale = 1;
+    const char *out = "-", *scale_arg = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'o': out = optarg; break;
+        case 'n': numeric = 1; break;
+        case 's': scale_arg = optarg; break;
         case 'h': remat_cli_print_usage(stdout, "replay"); return REMAT_EXIT_OK;
         default: return remat_cli_usage_error("replay", "bad option");
         }
     }
     if (optind != argc - 1 && optind != argc - 2)
         return remat_cli_usage_error("replay", "expected GRAPH [PLAN]");
+    if (scale_arg && !numeric)
+        return remat_cli_usage_error("replay", "--scale applies to --numeric only");
+    if (scale_arg && !parse_scale(scale_arg, &scale))
+        return remat_cli_usage_error("replay", "--scale: '%s' is not a whole number from 1 to 2^64-1", scale_arg);
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -44,27 +147,31 @@ int cmd_replay(int argc, char **argv)
         st = remat_plan_load_file(g, argv[optind + 1], &plan, &err);
     else
         st = remat_schedule_store_all(a, &plan.schedule, &err);
-    remat_replay_result r;
-    memset(&r, 0, sizeof r);
+    remat_numeric_result nr;
+    memset(&nr, 0, sizeof nr);
+    remat_replay_result *r = &nr.replay;
     if (st == REMAT_OK)
-        st = remat_replay(a, &plan.schedule, NULL, NULL, &r, &err);
+        st = numeric ? remat_numeric_replay(a, &plan.schedule, scale, &nr, &err)
+                     : remat_replay(a, &plan.schedule, NULL, NULL, r, &err);
     if (st != REMAT_OK) {
         rc = remat_cli_fail(&err);
     } else {
         remat_err rerr;
         remat_err_init(&rerr);
         size_t len;
-        char *text = remat_report_replay(a, &plan.schedule, &r, &err, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
+        char *text = remat_report_replay(a, &plan.schedule, r, &err, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
                                          &len, &rerr);
+        if (text && numeric && nr.ran)
+            text = with_numeric(text, &len, json, &nr, &err, &rerr);
         rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
         remat_free(text);
-        if (rc == REMAT_EXIT_OK && !r.valid) {
+        if (rc == REMAT_EXIT_OK && (!r->valid || (numeric && !nr.verified))) {
             if (!json)
                 fprintf(stderr, "remat: %s\n", err.msg);
             rc = REMAT_EXIT_FAIL;
         }
     }
-    remat_replay_result_destroy(&r);
+    remat_numeric_result_destroy(&nr);
     remat_plan_destroy(&plan);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);

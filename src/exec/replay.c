@@ -131,8 +131,10 @@ static remat_status step_add(replay *R, remat_category c, uint64_t bytes)
     return REMAT_OK;
 }
 
-/* Closes a step: folds its high-water mark into the result. */
-static remat_status step_end(replay *R, remat_instr in)
+/* Closes a step: folds its high-water mark into the result. live_after is
+ * what stays live once the step is over (for a BWD, without the output
+ * gradients it releases right after this call). */
+static remat_status step_end(replay *R, remat_instr in, uint64_t live_after)
 {
     remat_replay_result *r = R->r;
     uint64_t total = 0, act = 0;
@@ -153,7 +155,7 @@ static remat_status step_end(replay *R, remat_instr in)
         r->activation_peak = act;
         r->activation_peak_index = R->index;
     }
-    if (R->obs && R->obs->on_step && R->obs->on_step(R->obs->ctx, R->index, in, R->total, total, R->hw))
+    if (R->obs && R->obs->on_step && R->obs->on_step(R->obs->ctx, R->index, in, live_after, total, R->hw))
         return observer_failed(R);
     return REMAT_OK;
 }
@@ -189,7 +191,9 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
         if (R->res[t])
             continue;
         fresh++;
-        if (g->tensors[t].storage == t && step_add(R, c, g->tensors[t].bytes) != REMAT_OK)
+        /* A base rebuilt while one of its views still holds its storage
+         * allocates nothing: the bytes never left. */
+        if (g->tensors[t].storage == t && R->cnt[t] == 0 && step_add(R, c, g->tensors[t].bytes) != REMAT_OK)
             return R->err->code;
     }
     if (recompute && fresh == 0)
@@ -215,7 +219,7 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
         return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: FLOP total exceeds 2^64-1", R->index);
     if (recompute)
         R->r->recompute_counts[k]++;
-    return step_end(R, in);
+    return step_end(R, in, R->total);
 }
 
 static remat_status release(replay *R, uint32_t t)
@@ -248,7 +252,7 @@ static remat_status do_free(replay *R, remat_instr in)
     step_begin(R);
     if (release(R, t) != REMAT_OK)
         return R->err->code;
-    return step_end(R, in);
+    return step_end(R, in, R->total);
 }
 
 static remat_status alloc_grad(replay *R, uint32_t t)
@@ -335,7 +339,14 @@ static remat_status do_backward(replay *R, remat_instr in)
     if (!remat_u64_add(R->r->flops_backward, op->bwd_flops, &R->r->flops_backward))
         return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: FLOP total exceeds 2^64-1", R->index);
     R->bwd_done[k] = 1;
-    remat_status st = step_end(R, in);
+    /* The output gradients are released after on_step (numeric mode
+     * counts them live at this step's mark), but they are not live after
+     * the step: say so in live_after. */
+    uint64_t out_grads = 0;
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (R->grad[out[i]])
+            out_grads += g->tensors[out[i]].logical_bytes; /* each counted in R->total */
+    remat_status st = step_end(R, in, R->total - out_grads);
     if (st != REMAT_OK)
         return st;
     /* The output gradients have been read: free those of activations. */
@@ -385,7 +396,7 @@ static remat_status do_opt(replay *R, remat_instr in, uint64_t workspace)
     if (step_add(R, REMAT_CAT_WORKSPACE, workspace) != REMAT_OK)
         return R->err->code;
     R->opt_seen = 1;
-    return step_end(R, in);
+    return step_end(R, in, R->total);
 }
 
 static remat_status setup(replay *R)

@@ -329,6 +329,14 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
         }
         if (open)
             remat_buf_puts(&b, "\"/>\n");
+        /* Markers, so that a strategy feasible at a single budget shows. */
+        for (size_t i = 0; i < n; i++) {
+            double v = s->values[k * n + i];
+            if (v < 0)
+                continue;
+            remat_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                             L + pw * ((double)s->budgets[i] - x0) / (x1 - x0), T + ph - ph * (v * 100) / ymax, col);
+        }
         remat_buf_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"4\" fill=\"%s\"/>\n", L + pw + 14,
                          T + 10 + 18.0 * (double)k, col);
         remat_buf_printf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", L + pw + 32, T + 16 + 18.0 * (double)k,
