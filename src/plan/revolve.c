@@ -93,6 +93,7 @@ typedef struct {
     remat_builder B;
     const remat_blocks *bl;
     uint64_t advances; /* block forward runs in advancing sweeps */
+    uint32_t *tape;    /* scratch: the saves of one block's backward steps */
 } rv;
 
 static int block_has_unrun_ops(rv *R, uint32_t j)
@@ -168,6 +169,25 @@ static remat_status reverse_block(rv *R, uint32_t j)
             }
         }
     }
+    /* Rebuild the block's whole tape first; then x_j, unless it is a
+     * checkpoint or saved itself, is no longer needed (a block that saves
+     * only its outputs, like a ReLU, does not hold its input). */
+    uint32_t nt = 0;
+    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
+        uint32_t k = an->order[i];
+        if (an->bwd_step[k] == REMAT_NONE)
+            continue;
+        const uint32_t *sv = remat_op_saves(g, &g->ops[k]);
+        for (uint32_t q = 0; q < g->ops[k].n_save; q++)
+            R->tape[nt++] = sv[q];
+    }
+    if ((st = remat__builder_ensure(&R->B, R->tape, nt, g->ops[an->order[R->bl->start[j + 1] - 1]].id)) != REMAT_OK)
+        return st;
+    if (x != REMAT_NONE) {
+        R->B.pin[x] = was;
+        if (!was && R->B.rem[x] == 0 && (st = remat__builder_free(&R->B, x)) != REMAT_OK)
+            return st;
+    }
     for (uint32_t i = R->bl->start[j + 1]; i-- > R->bl->start[j];) {
         uint32_t k = an->order[i];
         if (an->bwd_step[k] != REMAT_NONE && (st = remat__builder_backward(&R->B, k)) != REMAT_OK)
@@ -181,8 +201,6 @@ static remat_status reverse_block(rv *R, uint32_t j)
             if (!R->B.pin[out[q]] && R->B.rem[out[q]] == 0 && (st = remat__builder_free(&R->B, out[q])) != REMAT_OK)
                 return st;
     }
-    if (x != REMAT_NONE)
-        R->B.pin[x] = was;
     return REMAT_OK;
 }
 
@@ -255,11 +273,17 @@ remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks
     remat_status st = remat__builder_init(&R.B, a, out, err);
     if (st != REMAT_OK)
         return st;
+    R.tape = remat__array(a->g->n_refs ? a->g->n_refs : 1, sizeof *R.tape);
+    if (!R.tape) {
+        remat__builder_destroy(&R.B);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    }
     st = rev(&R, 0, bl->n, s < 1 ? 1 : s);
     if (st == REMAT_OK)
         st = remat__builder_opt(&R.B);
     if (advances)
         *advances = R.advances;
+    remat__free(R.tape);
     remat__builder_destroy(&R.B);
     return st;
 }
