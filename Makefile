@@ -5,7 +5,7 @@
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
 #   make bench      benchmarks that print figures (never pass/fail on time)
-#   make demo       plan the bundled transformer graph
+#   make demo       compare strategies and plan the bundled transformer at 16 MiB
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # BUILD=dir puts every output in another directory, so parallel work (or a
@@ -78,6 +78,10 @@ $(BUILD)/obj/gen/check_main.o: $(BUILD)/gen/check_main.c
 $(BUILD)/check_remat: $(TEST_OBJ) $(BUILD)/obj/gen/check_main.o $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/obj/gen/check_main.o $(BUILD)/libremat.a $(CHECK_LIBS) $(LDLIBS)
 
+# The README's library example, compiled against the installed-style headers.
+$(BUILD)/example_api: tests/example_api.c $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/example_api.c $(BUILD)/libremat.a $(LDLIBS)
+
 $(BUILD)/bench_remat: $(BENCH_OBJ) $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libremat.a $(LDLIBS)
 
@@ -86,8 +90,9 @@ deps:
 	@pkg-config --exists $(PKGS) check || sh scripts/install-deps.sh
 
 check: deps
-	$(MAKE) --no-print-directory all $(BUILD)/check_remat
+	$(MAKE) --no-print-directory all $(BUILD)/check_remat $(BUILD)/example_api
 	REMAT_FIXTURES=tests/fixtures $(BUILD)/check_remat
+	$(BUILD)/example_api
 	sh tests/cli_test.sh $(BUILD)/remat
 
 test: check
@@ -107,8 +112,13 @@ bench: deps
 	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
 	$(BUILD)/bench_remat $(BUILD)/remat
 
-demo: all
-	$(BUILD)/remat lifetimes graphs/mlp2.json
+# The main job on a bundled graph: every strategy side by side at a 16 MiB
+# device budget, then the automatic plan, written and proved by numeric replay.
+demo: deps
+	$(MAKE) --no-print-directory all
+	$(BUILD)/remat compare graphs/transformer4.json --budget 16MiB
+	$(BUILD)/remat plan graphs/transformer4.json --budget 16MiB -o $(BUILD)/transformer4.plan.json
+	$(BUILD)/remat replay graphs/transformer4.json $(BUILD)/transformer4.plan.json --numeric
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/remat
