@@ -79,7 +79,7 @@ static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
     if (R->index == SIZE_MAX) /* end-of-schedule checks */
         R->r->fail_index = R->r->n_instructions;
     if (R->index == SIZE_MAX)
-        remat_err_set(R->err, REMAT_ESCHEDULE, "end of schedule (after instruction %zu): %s",
+        remat_err_set(R->err, REMAT_ESCHEDULE, "end of schedule (after all %zu instructions): %s",
                       (size_t)R->r->n_instructions, why);
     else
         remat_err_set(R->err, REMAT_ESCHEDULE, "instruction %zu (%s): %s", R->index,

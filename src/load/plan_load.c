@@ -118,6 +118,7 @@ static remat_status load(const remat_graph *g, const cJSON *root, const char *so
     if (params && !cJSON_IsObject(params))
         return pfail(err, source, "params", "must be an object");
     p->graph_name = remat__strdup(gname->valuestring);
+    p->graph_fingerprint = fp;
     p->strategy = dup_or_null(strat ? strat->valuestring : "unknown");
     if (params) {
         char *txt = cJSON_PrintUnformatted(params);
