@@ -1004,7 +1004,10 @@ START_TEST(load_should_report_out_of_memory_at_every_allocation)
         ck_assert_ptr_null(g);
         ck_assert_msg_contains(&err, "out of memory");
     }
-    ck_assert_uint_gt(k, 10); /* the load did allocate, so injection was exercised */
+    /* The load did allocate, so injection was exercised: at least the graph,
+     * its store, the id maps and a cJSON arena chunk (cJSON's nodes share
+     * chunks since the arena, so the count no longer grows with the input). */
+    ck_assert_uint_gt(k, 5);
 }
 END_TEST
 

@@ -64,6 +64,7 @@ typedef struct remat_op {
     uint64_t workspace;   /* transient bytes while the forward runs */
     uint64_t bwd_workspace;
     bool recomputable;    /* default true */
+    const char *attrs_json; /* the "attrs" object re-serialized, or NULL (read by remat/train.h's kernels) */
 } remat_op;
 
 typedef struct remat_graph {

@@ -28,6 +28,8 @@ static const remat_command commands[] = {
      "[--optimizer NAME] [--frozen-copies K] [--zero S --dp N] [--bucket B | --bucket-elements N] [--prefetch K] "
      "[--workspace B] [--reserve B] [--block N] [--min-8bit N] [--adafactor-beta1] [--json] [-o FILE]",
      "budget one device's weights, gradients, optimizer state, copies and ZeRO shards"},
+    {"gen", cmd_gen, "FAMILY [options] [-o FILE]",
+     "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

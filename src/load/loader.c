@@ -25,14 +25,84 @@
  * igraph's error handler), and it is reset before every parse. */
 static _Thread_local int cjson_alloc_failed;
 
+/* While a graph is parsed, cJSON's nodes and strings come from a bump arena
+ * instead of one malloc each. A 10^6-op graph makes about 10^7 of them; as
+ * separate mallocs they cost as many instructions as the parse itself, take
+ * 80 heap bytes per 64-byte node, need a cJSON_Delete walk, and leave a heap
+ * of small free chunks that the analyzer's first large calloc then has to
+ * consolidate. The arena is released whole when loading ends, and cJSON's
+ * frees meanwhile are no-ops. It is thread-local for the same reason as the
+ * flag above, and off outside remat_graph_load_json, so other cJSON users
+ * (the plan loader) keep plain allocations. */
+typedef struct cj_chunk {
+    struct cj_chunk *next;
+    size_t used, cap;
+    unsigned char data[]; /* 8-aligned: it follows a pointer and two size_t */
+} cj_chunk;
+
+#define CJ_CHUNK_SIZE ((size_t)1 << 20)
+static _Thread_local cj_chunk *cj_arena;
+static _Thread_local int cj_arena_on;
+
+static void *cj_arena_alloc(size_t n)
+{
+    /* cJSON stores pointers, ints and doubles: 8-byte alignment suffices. */
+    size_t need = (n + 7) & ~(size_t)7;
+    if (need < n || need > SIZE_MAX - sizeof(cj_chunk))
+        return NULL;
+    cj_chunk *c = cj_arena;
+    if (!c || c->cap - c->used < need) {
+        size_t cap = need > CJ_CHUNK_SIZE / 4 ? need : CJ_CHUNK_SIZE;
+        cj_chunk *nc = remat__malloc(sizeof *nc + cap);
+        if (!nc)
+            return NULL;
+        nc->used = 0;
+        nc->cap = cap;
+        /* A one-off big block goes behind the current chunk, whose free
+         * space later small requests still use. */
+        if (c && cap == need) {
+            nc->next = c->next;
+            c->next = nc;
+        } else {
+            nc->next = c;
+            cj_arena = nc;
+        }
+        c = nc;
+    }
+    void *p = c->data + c->used;
+    c->used += need;
+    return p;
+}
+
+static void cj_arena_begin(void)
+{
+    cj_arena = NULL;
+    cj_arena_on = 1;
+}
+
+static void cj_arena_end(void)
+{
+    for (cj_chunk *c = cj_arena, *n; c; c = n) {
+        n = c->next;
+        remat__free(c);
+    }
+    cj_arena = NULL;
+    cj_arena_on = 0;
+}
+
 static void *cjson_malloc(size_t n)
 {
-    void *p = remat__malloc(n);
+    void *p = cj_arena_on ? cj_arena_alloc(n) : remat__malloc(n);
     if (!p)
         cjson_alloc_failed = 1;
     return p;
 }
-static void cjson_free(void *p) { remat__free(p); }
+
+static void cjson_free(void *p)
+{
+    if (!cj_arena_on)
+        remat__free(p);
+}
 
 static void hook_cjson(void)
 {
@@ -54,6 +124,45 @@ typedef struct {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #endif
+
+/* Every value read gets its JSON path, though only error messages print it.
+ * Built with snprintf, paths were half of all the loader's instructions on a
+ * 10^6-op graph (callgrind), so the paths built per value are joined by hand.
+ * Both truncate at cap, as snprintf would. */
+static size_t path_put(char *dst, size_t at, size_t cap, const char *s)
+{
+    while (*s && at + 1 < cap)
+        dst[at++] = *s++;
+    dst[at] = '\0';
+    return at;
+}
+
+/* "base.key", or "key" when base is empty (a top-level field). */
+static void path_key(char *dst, size_t cap, const char *base, const char *key)
+{
+    size_t at = path_put(dst, 0, cap, base);
+    if (*base)
+        at = path_put(dst, at, cap, ".");
+    path_put(dst, at, cap, key);
+}
+
+/* "base[i]", or "base.key[i]" when key is not NULL. */
+static void path_index(char *dst, size_t cap, const char *base, const char *key, uint32_t i)
+{
+    char num[16], *d = num + sizeof num - 1;
+    *d = '\0';
+    do
+        *--d = (char)('0' + i % 10);
+    while ((i /= 10) != 0);
+    size_t at = path_put(dst, 0, cap, base);
+    if (key) {
+        at = path_put(dst, at, cap, ".");
+        at = path_put(dst, at, cap, key);
+    }
+    at = path_put(dst, at, cap, "[");
+    at = path_put(dst, at, cap, d);
+    path_put(dst, at, cap, "]");
+}
 
 static remat_status fail(loader *L, remat_status code, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -97,9 +206,8 @@ static int check_keys(loader *L, const cJSON *obj, const char *path, const char 
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
         int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (c->string && strcmp(c->string, *a) == 0)
-                ok = 1;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = c->string && strcmp(c->string, *a) == 0;
         if (!ok) {
             char b[64];
             fail(L, REMAT_EGRAPH, path, "unknown field '%s'", short_id(c->string ? c->string : "", b, sizeof b));
@@ -175,7 +283,7 @@ static int get_opt_u64(loader *L, const cJSON *obj, const char *key, const char 
     if (!v)
         return 1;
     char p[PATH_MAX_LEN];
-    snprintf(p, sizeof p, "%s.%s", path, key);
+    path_key(p, sizeof p, path, key);
     return get_u64(L, v, p, out);
 }
 
@@ -184,7 +292,7 @@ static int get_str(loader *L, const cJSON *obj, const char *key, const char *pat
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     char p[PATH_MAX_LEN];
-    snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", key); /* top-level keys have no prefix */
+    path_key(p, sizeof p, path, key); /* top-level keys have no prefix */
     *out = NULL;
     if (!v) {
         if (required)
@@ -207,7 +315,7 @@ static int get_shape(loader *L, const cJSON *obj, const char *path, remat_tensor
     if (!v)
         return 1;
     char p[PATH_MAX_LEN];
-    snprintf(p, sizeof p, "%s.shape", path);
+    path_key(p, sizeof p, path, "shape");
     if (!cJSON_IsArray(v))
         return fail(L, REMAT_EGRAPH, p, "must be an array of non-negative integers"), 0;
     int n = cJSON_GetArraySize(v);
@@ -217,7 +325,7 @@ static int get_shape(loader *L, const cJSON *obj, const char *path, remat_tensor
     int i = 0;
     for (const cJSON *d = v->child; d; d = d->next, i++) {
         char pi[PATH_MAX_LEN + 16];
-        snprintf(pi, sizeof pi, "%s[%d]", p, i);
+        path_index(pi, sizeof pi, p, NULL, (uint32_t)i);
         if (!get_u64(L, d, pi, &shape[i]))
             return 0;
     }
@@ -265,7 +373,7 @@ static int load_leaves(loader *L, const cJSON *arr, const char *name, remat_tens
     int i = 0;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
         char path[PATH_MAX_LEN];
-        snprintf(path, sizeof path, "%s[%d]", name, i);
+        path_index(path, sizeof path, name, NULL, (uint32_t)i);
         if (!cJSON_IsObject(e))
             return fail(L, REMAT_EGRAPH, path, "must be an object"), 0;
         if (!check_keys(L, e, path, leaf_keys))
@@ -326,7 +434,7 @@ static int register_op_outputs(loader *L, const cJSON *ops, uint32_t *next, uint
     uint32_t k = 0;
     for (const cJSON *e = ops->child; e; e = e->next, k++) {
         char path[PATH_MAX_LEN];
-        snprintf(path, sizeof path, "ops[%u]", k);
+        path_index(path, sizeof path, "ops", NULL, k);
         if (!cJSON_IsObject(e))
             return fail(L, REMAT_EGRAPH, path, "must be an object"), 0;
         if (!check_keys(L, e, path, op_keys))
@@ -363,7 +471,7 @@ static int register_op_outputs(loader *L, const cJSON *ops, uint32_t *next, uint
             uint32_t j = 0;
             for (const cJSON *o = outs->child; o; o = o->next, j++) {
                 char op_path[PATH_MAX_LEN];
-                snprintf(op_path, sizeof op_path, "%s.outputs[%u]", path, j);
+                path_index(op_path, sizeof op_path, path, "outputs", j);
                 if (!cJSON_IsObject(o))
                     return fail(L, REMAT_EGRAPH, op_path, "must be an object"), 0;
                 if (!check_keys(L, o, op_path, out_keys))
@@ -445,7 +553,7 @@ static int fill_refs(loader *L, const cJSON *arr, const char *path, const char *
     uint32_t i = 0;
     for (const cJSON *v = arr->child; v; v = v->next, i++) {
         char p[PATH_MAX_LEN];
-        snprintf(p, sizeof p, "%s.%s[%u]", path, key, i);
+        path_index(p, sizeof p, path, key, i);
         if (!resolve(L, v, p, &dst[i]))
             return 0;
     }
@@ -461,7 +569,7 @@ static int load_ops(loader *L, const cJSON *ops, uint32_t first_act)
     uint32_t k = 0, ti = first_act, ref = 0;
     for (const cJSON *e = ops->child; e; e = e->next, k++) {
         char path[PATH_MAX_LEN];
-        snprintf(path, sizeof path, "ops[%u]", k);
+        path_index(path, sizeof path, "ops", NULL, k);
         remat_op *op = &g->ops[k];
         const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(e, "inputs");
         const cJSON *saves = cJSON_GetObjectItemCaseSensitive(e, "saves");
@@ -479,7 +587,7 @@ static int load_ops(loader *L, const cJSON *ops, uint32_t first_act)
             uint32_t j = 0;
             for (const cJSON *o = outs->child; o; o = o->next, j++) {
                 char op_path[PATH_MAX_LEN];
-                snprintf(op_path, sizeof op_path, "%s.outputs[%u]", path, j);
+                path_index(op_path, sizeof op_path, path, "outputs", j);
                 out[j] = ti;
                 if (!load_output(L, o, op_path, k, ti, op))
                     return 0;
@@ -545,6 +653,17 @@ static int load_ops(loader *L, const cJSON *ops, uint32_t first_act)
             char p[PATH_MAX_LEN];
             snprintf(p, sizeof p, "%s.attrs", path);
             return fail(L, REMAT_EGRAPH, p, "must be an object"), 0;
+        }
+        if (attrs) {
+            /* Kept as text, like meta: the executable kernels read it
+             * (src/load/attrs.c), nothing else does. */
+            char *m = cJSON_PrintUnformatted(attrs);
+            if (!m)
+                return nomem(L), 0;
+            op->attrs_json = remat__store_strndup(L->st, m, strlen(m));
+            cJSON_free(m);
+            if (!op->attrs_json)
+                return nomem(L), 0;
         }
     }
     return 1;
@@ -701,8 +820,9 @@ static int load_top(loader *L, const cJSON *root)
     return 1;
 }
 
-remat_status remat_graph_load_json(const char *text, size_t len, const char *source, remat_graph **out,
-                                   remat_err *err)
+/* remat_graph_load_json inside the cJSON arena: every cJSON allocation
+ * here is released by cj_arena_end, so no path calls cJSON_Delete. */
+static remat_status load_json(const char *text, size_t len, const char *source, remat_graph **out, remat_err *err)
 {
     *out = NULL;
     if (!source)
@@ -731,7 +851,6 @@ remat_status remat_graph_load_json(const char *text, size_t len, const char *sou
     if (p < text + len && *p != '\0') {
         int line, col;
         line_col(text, len, p, &line, &col);
-        cJSON_Delete(root);
         return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: unexpected text after the JSON value", source, line, col);
     }
 
@@ -740,7 +859,6 @@ remat_status remat_graph_load_json(const char *text, size_t len, const char *sou
     if (!g || !st) {
         remat__free(g);
         remat__free(st);
-        cJSON_Delete(root);
         return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while loading", source);
     }
     g->internal_ = st;
@@ -750,7 +868,6 @@ remat_status remat_graph_load_json(const char *text, size_t len, const char *sou
     if (!err)
         L.err = &local;
     int ok = load_top(&L, root);
-    cJSON_Delete(root);
     if (!ok) {
         remat_status code = L.err->code != REMAT_OK ? L.err->code : REMAT_EGRAPH;
         remat_graph_destroy(g);
@@ -758,6 +875,15 @@ remat_status remat_graph_load_json(const char *text, size_t len, const char *sou
     }
     *out = g;
     return REMAT_OK;
+}
+
+remat_status remat_graph_load_json(const char *text, size_t len, const char *source, remat_graph **out,
+                                   remat_err *err)
+{
+    cj_arena_begin();
+    remat_status st = load_json(text, len, source, out, err);
+    cj_arena_end();
+    return st;
 }
 
 remat_status remat_graph_load_file(const char *path, remat_graph **out, remat_err *err)
