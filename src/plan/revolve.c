@@ -22,8 +22,9 @@
  * first forward is the +1: on a chain of single ops that save their input,
  * FWD + RECOMPUTE = t(l, s) + 1 and RECOMPUTE = t(l, s) + 1 - l.
  *
- * The slot count comes from the budget: the largest s whose replayed peak
- * fits (binary search; the replay judges every probe).
+ * The slot count comes from the budget: the s whose replayed plan is best
+ * (every s on chains of up to 64 blocks, else a binary search for the
+ * largest s that fits; the replay judges every probe).
  */
 #include "planner.h"
 #include "../util/util_internal.h"
@@ -299,13 +300,28 @@ remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
         remat__blocks_destroy(&bl);
         return st;
     }
-    /* s = L keeps every boundary; s = 1 keeps none. Find the largest s
-     * that fits (fewer slots never cost fewer FLOPs). */
+    /* s = L keeps every boundary; s = 1 keeps none. On chains of up to 64
+     * blocks every s is replayed and the best kept (least extra FLOPs that
+     * fits, else the smallest peak): the candidate set does not depend on
+     * the budget, so a looser budget never gets a worse plan. Longer chains
+     * binary-search the largest s that fits (peaks grow with s in practice;
+     * the replay still judges the answer). */
     uint64_t lo = 1, hi = bl.n, best = 1;
-    remat_eval e;
+    remat_eval e, be = {0, 0, 0, 0};
     remat_schedule_clear(&P->scratch);
     if (P->o->budget_kind == REMAT_BUDGET_NONE) {
         best = hi;
+    } else if (bl.n <= 64) {
+        for (uint64_t s = 1; s <= bl.n && st == REMAT_OK; s++) {
+            remat_schedule_clear(&P->scratch);
+            if ((st = remat__revolve_schedule(a, &bl, s, &P->scratch, NULL, P->err)) != REMAT_OK ||
+                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
+                break;
+            if (s == 1 || remat__better(P, &e, &be)) {
+                be = e;
+                best = s;
+            }
+        }
     } else {
         while (lo <= hi && st == REMAT_OK) {
             uint64_t mid = lo + (hi - lo) / 2;
