@@ -63,6 +63,7 @@ typedef struct remat_exec_extras {
     uint64_t frozen_copies;
     uint64_t comm_buffers;
     uint64_t optimizer_workspace;
+    uint64_t workspace;          /* library workspace held for the whole step (category workspace) */
 } remat_exec_extras;
 
 /* Observer: called during replay, for the tracer and numeric mode. Any

@@ -3,6 +3,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/compare.h"
 
 #include <getopt.h>
@@ -28,6 +29,7 @@ int cmd_compare(int argc, char **argv)
         {"sweep", required_argument, NULL, 'n'},
         {"svg", required_argument, NULL, OPT_SVG},
         {"time-limit", required_argument, NULL, OPT_TIME},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -41,7 +43,14 @@ int cmd_compare(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     optind = 1;
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
     while ((c = getopt_long(argc, argv, "b:n:jo:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("compare", c, optarg, &L);
+        if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
         switch (c) {
         case 'b':
         case OPT_ACT:
@@ -84,6 +93,13 @@ int cmd_compare(int argc, char **argv)
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    uint64_t reserve = 0;
+    if ((rc = remat_cli_ledger_extras("compare", g, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+        (rc = remat_cli_apply_reserve("compare", &o, reserve)) != REMAT_EXIT_OK) {
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     size_t len;
     char *text = NULL;
     if (sweep) {

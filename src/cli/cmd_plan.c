@@ -5,6 +5,7 @@
  * plan's schedule and refuses one that exceeds the budget.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/plan.h"
 
 #include <getopt.h>
@@ -74,6 +75,7 @@ int cmd_plan(int argc, char **argv)
 {
     static const struct option opts[] = {
         PLAN_LONG_OPTS,
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -84,8 +86,15 @@ int cmd_plan(int argc, char **argv)
     int json = 0, c;
     const char *out = NULL;
     optind = 1;
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
     while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
-        int rc = remat_cli_plan_option("plan", c, optarg, &o);
+        int rc = remat_cli_ledger_option("plan", c, optarg, &L);
+        if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        rc = remat_cli_plan_option("plan", c, optarg, &o);
         if (rc > 0)
             return rc;
         if (rc == 0)
@@ -114,6 +123,13 @@ int cmd_plan(int argc, char **argv)
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    uint64_t reserve = 0;
+    if ((rc = remat_cli_ledger_extras("plan", g, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+        (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     remat_err err;
     remat_err_init(&err);
     remat_plan plan;

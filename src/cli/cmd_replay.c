@@ -13,6 +13,7 @@
  * that large graphs fit; the hash then describes the scaled run.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -110,6 +111,7 @@ int cmd_replay(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -117,7 +119,14 @@ int cmd_replay(int argc, char **argv)
     uint64_t scale = 1;
     const char *out = "-", *scale_arg = NULL;
     optind = 1;
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("replay", c, optarg, &L);
+        if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
         switch (c) {
         case 'j': json = 1; break;
         case 'o': out = optarg; break;
@@ -133,11 +142,20 @@ int cmd_replay(int argc, char **argv)
         return remat_cli_usage_error("replay", "--scale applies to --numeric only");
     if (scale_arg && !parse_scale(scale_arg, &scale))
         return remat_cli_usage_error("replay", "--scale: '%s' is not a whole number from 1 to 2^64-1", scale_arg);
+    if (L.used && numeric)
+        return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    remat_exec_extras extras;
+    uint64_t reserve = 0;
+    if ((rc = remat_cli_ledger_extras("replay", g, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     remat_err err;
     remat_err_init(&err);
     remat_plan plan;
@@ -152,7 +170,7 @@ int cmd_replay(int argc, char **argv)
     remat_replay_result *r = &nr.replay;
     if (st == REMAT_OK)
         st = numeric ? remat_numeric_replay(a, &plan.schedule, scale, &nr, &err)
-                     : remat_replay(a, &plan.schedule, NULL, NULL, r, &err);
+                     : remat_replay(a, &plan.schedule, &extras, NULL, r, &err);
     if (st != REMAT_OK) {
         rc = remat_cli_fail(&err);
     } else {

@@ -456,10 +456,11 @@ static remat_status place_leaves(replay *R, const remat_exec_extras *x)
     }
     /* Views of leaves are produced by ops; their storage is the leaf's. */
     if (x) {
-        static const remat_category cats[4] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
-                                                REMAT_CAT_COMM_BUFFERS};
-        const uint64_t bytes[4] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers};
-        for (int i = 0; i < 4; i++)
+        static const remat_category cats[5] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
+                                                REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
+        const uint64_t bytes[5] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers,
+                                   x->workspace};
+        for (int i = 0; i < 5; i++)
             if (bytes[i] && (alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
                              notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
                 return R->err->code;

@@ -1,0 +1,88 @@
+/*
+ * ledger_opts.h - the training-state options that `remat ledger` and the
+ * planning commands (plan, replay, compare, trace) share, so that
+ * `--budget` can be a device's capacity: the ledger adds what the graph does
+ * not describe (optimizer state, master weights, frozen copies,
+ * communication buffers, library workspace) and the replay counts it at the
+ * instant of the peak.
+ */
+#ifndef REMAT_CLI_LEDGER_OPTS_H
+#define REMAT_CLI_LEDGER_OPTS_H
+
+#include "cli.h"
+#include "remat/ledger.h"
+
+#include <getopt.h>
+
+enum {
+    REMAT_LOPT_WEIGHTS = 600,
+    REMAT_LOPT_GRADS,
+    REMAT_LOPT_STATES,
+    REMAT_LOPT_MASTER,
+    REMAT_LOPT_COMM,
+    REMAT_LOPT_OPTIMIZER,
+    REMAT_LOPT_FROZEN_COPIES,
+    REMAT_LOPT_ZERO,
+    REMAT_LOPT_DP,
+    REMAT_LOPT_BUCKET,
+    REMAT_LOPT_BUCKET_ELEMENTS,
+    REMAT_LOPT_PREFETCH,
+    REMAT_LOPT_WORKSPACE,
+    REMAT_LOPT_RESERVE,
+    REMAT_LOPT_BLOCK,
+    REMAT_LOPT_MIN_8BIT,
+    REMAT_LOPT_ADAFACTOR_BETA1
+};
+
+#define REMAT_CLI_LEDGER_LONG_OPTS                                             \
+    {"weights", required_argument, NULL, REMAT_LOPT_WEIGHTS},                 \
+    {"grads", required_argument, NULL, REMAT_LOPT_GRADS},                     \
+    {"states", required_argument, NULL, REMAT_LOPT_STATES},                   \
+    {"master", required_argument, NULL, REMAT_LOPT_MASTER},                   \
+    {"comm", required_argument, NULL, REMAT_LOPT_COMM},                       \
+    {"optimizer", required_argument, NULL, REMAT_LOPT_OPTIMIZER},             \
+    {"frozen-copies", required_argument, NULL, REMAT_LOPT_FROZEN_COPIES},     \
+    {"zero", required_argument, NULL, REMAT_LOPT_ZERO},                       \
+    {"dp", required_argument, NULL, REMAT_LOPT_DP},                           \
+    {"bucket", required_argument, NULL, REMAT_LOPT_BUCKET},                   \
+    {"bucket-elements", required_argument, NULL, REMAT_LOPT_BUCKET_ELEMENTS}, \
+    {"prefetch", required_argument, NULL, REMAT_LOPT_PREFETCH},               \
+    {"workspace", required_argument, NULL, REMAT_LOPT_WORKSPACE},             \
+    {"reserve", required_argument, NULL, REMAT_LOPT_RESERVE},                 \
+    {"block", required_argument, NULL, REMAT_LOPT_BLOCK},                     \
+    {"min-8bit", required_argument, NULL, REMAT_LOPT_MIN_8BIT},               \
+    {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1}
+
+typedef struct remat_cli_ledger {
+    remat_ledger_config cfg;
+    int used;       /* any ledger option was given */
+    int have_block, have_min8;
+} remat_cli_ledger;
+
+void remat_cli_ledger_init(remat_cli_ledger *L);
+
+/* Handles option c if it is a ledger option: returns REMAT_EXIT_OK, or the
+ * usage error's exit code; -1 when c is not a ledger option. */
+int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L);
+
+/* Cross-option checks (an option that applies to another optimizer is
+ * refused, not ignored). Returns an exit code. */
+int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L);
+
+/* For the planning commands: when ledger options were given, budgets g's
+ * training state and fills x with the state the graph does not describe.
+ * The replay counts the graph's own params and their gradients at the
+ * graph's sizes, so weights and gradients must be stored as the graph
+ * stores them and ZeRO stages 2 and 3 (which shard those) are refused.
+ * *reserve gets the fragmentation reserve, which the caller subtracts from
+ * the budget. Prints what it added to stderr when verbose. Returns an exit
+ * code. */
+int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_cli_ledger *L, remat_exec_extras *x,
+                            uint64_t *reserve);
+
+/* Takes the ledger's fragmentation reserve out of a total budget (it is
+ * space the allocator cannot hand out); an activation budget is left as
+ * it is. Returns an exit code: a reserve above the budget is a usage error. */
+int remat_cli_apply_reserve(const char *cmd, remat_plan_options *o, uint64_t reserve);
+
+#endif
