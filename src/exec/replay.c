@@ -55,7 +55,16 @@ typedef struct {
     size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
     uint64_t live[REMAT_CAT_COUNT];
     uint64_t total;
-    uint64_t hw[REMAT_CAT_COUNT]; /* this step's high-water composition */
+    uint64_t act_live;            /* live bytes of the activation categories */
+    /* The current step, kept incrementally so that a step costs what it
+     * touches, not a pass over every category: what it adds per category
+     * (mask says which), the live bytes of those categories and the totals
+     * before it, and a free made during the step (FREE) to add back. */
+    uint32_t mask;
+    uint64_t add[REMAT_CAT_COUNT], base[REMAT_CAT_COUNT];
+    uint64_t base_total, base_act, add_total, add_act;
+    int undo_c;
+    uint64_t undo_b;
     int seeded;
     int opt_seen;
     size_t index;
@@ -96,7 +105,18 @@ static remat_status alloc_bytes(replay *R, remat_category c, uint64_t bytes)
 {
     if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
         return overflow(R);
+    if (remat_category_is_activation(c))
+        R->act_live += bytes; /* bounded by total */
     return REMAT_OK;
+}
+
+/* Releases bytes of category c (the inverse of alloc_bytes). */
+static void free_bytes(replay *R, remat_category c, uint64_t bytes)
+{
+    R->live[c] -= bytes;
+    R->total -= bytes;
+    if (remat_category_is_activation(c))
+        R->act_live -= bytes;
 }
 
 static remat_status observer_failed(replay *R)
@@ -118,45 +138,73 @@ static remat_status notify_free(replay *R, uint32_t storage, int grad, remat_cat
     return REMAT_OK;
 }
 
-/* Starts a step: hw = live; callers add what the step allocates. */
+/* Starts a step; callers then add what it allocates (before allocating). */
 static void step_begin(replay *R)
 {
-    memcpy(R->hw, R->live, sizeof R->hw);
+    R->mask = 0;
+    R->add_total = R->add_act = 0;
+    R->base_total = R->total;
+    R->base_act = R->act_live;
+    R->undo_b = 0;
 }
 
 static remat_status step_add(replay *R, remat_category c, uint64_t bytes)
 {
-    if (!remat_u64_add(R->hw[c], bytes, &R->hw[c]))
+    if (!(R->mask & (1u << c))) {
+        R->mask |= 1u << c;
+        R->base[c] = R->live[c];
+        R->add[c] = 0;
+    }
+    if (!remat_u64_add(R->add[c], bytes, &R->add[c]) || !remat_u64_add(R->add_total, bytes, &R->add_total))
         return overflow(R);
+    if (remat_category_is_activation(c))
+        R->add_act += bytes; /* bounded by add_total */
     return REMAT_OK;
+}
+
+/* Category c's bytes at this step's high-water mark. */
+static uint64_t step_hw(const replay *R, int c)
+{
+    if (R->mask & (1u << c))
+        return R->base[c] + R->add[c];
+    return R->live[c] + (c == R->undo_c ? R->undo_b : 0);
 }
 
 /* Closes a step: folds its high-water mark into the result. live_after is
  * what stays live once the step is over (for a BWD, without the output
- * gradients it releases right after this call). */
+ * gradients it releases right after this call). Only the categories the
+ * step added to can reach a new maximum: any other holds at most what it
+ * held at the end of the previous step, which that step's mark covered. */
 static remat_status step_end(replay *R, remat_instr in, uint64_t live_after)
 {
     remat_replay_result *r = R->r;
-    uint64_t total = 0, act = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++) {
-        if (!remat_u64_add(total, R->hw[c], &total))
-            return overflow(R);
-        if (remat_category_is_activation((remat_category)c))
-            act += R->hw[c]; /* bounded by total */
-        if (R->hw[c] > r->category_peak[c])
-            r->category_peak[c] = R->hw[c];
+    uint64_t total;
+    if (!remat_u64_add(R->base_total, R->add_total, &total) || total < R->base_total)
+        return overflow(R);
+    uint64_t act = R->base_act + R->add_act; /* bounded by total */
+    for (uint32_t m = R->mask; m; m &= m - 1) {
+        int c = __builtin_ctz(m);
+        uint64_t v = R->base[c] + R->add[c];
+        if (v > r->category_peak[c])
+            r->category_peak[c] = v;
     }
     if (total > r->peak_bytes || R->index == 0) {
         r->peak_bytes = total;
         r->peak_index = R->index;
-        memcpy(r->peak_by_category, R->hw, sizeof R->hw);
+        for (int c = 0; c < REMAT_CAT_COUNT; c++)
+            r->peak_by_category[c] = step_hw(R, c);
     }
     if (act > r->activation_peak || R->index == 0) {
         r->activation_peak = act;
         r->activation_peak_index = R->index;
     }
-    if (R->obs && R->obs->on_step && R->obs->on_step(R->obs->ctx, R->index, in, live_after, total, R->hw))
-        return observer_failed(R);
+    if (R->obs && R->obs->on_step) {
+        uint64_t hw[REMAT_CAT_COUNT];
+        for (int c = 0; c < REMAT_CAT_COUNT; c++)
+            hw[c] = step_hw(R, c);
+        if (R->obs->on_step(R->obs->ctx, R->index, in, live_after, total, hw))
+            return observer_failed(R);
+    }
     return REMAT_OK;
 }
 
@@ -229,8 +277,10 @@ static remat_status release(replay *R, uint32_t t)
     R->res[t] = 0;
     if (--R->cnt[s] == 0) {
         remat_category c = (remat_category)R->cat[s];
-        R->live[c] -= g->tensors[s].bytes;
-        R->total -= g->tensors[s].bytes;
+        free_bytes(R, c, g->tensors[s].bytes);
+        /* A FREE's mark is the live bytes before it. */
+        R->undo_c = (int)c;
+        R->undo_b = g->tensors[s].bytes;
         return notify_free(R, s, 0, c, g->tensors[s].bytes);
     }
     return REMAT_OK;
@@ -355,8 +405,7 @@ static remat_status do_backward(replay *R, remat_instr in)
         if (!R->grad[t])
             continue;
         R->grad[t] = 0;
-        R->live[REMAT_CAT_ACTIVATION_GRADS] -= g->tensors[t].logical_bytes;
-        R->total -= g->tensors[t].logical_bytes;
+        free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes);
         if (notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
             return R->err->code;
     }
@@ -486,6 +535,9 @@ remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, cons
     remat_status st = setup(&R);
     if (st == REMAT_OK)
         st = place_leaves(&R, extras);
+    /* Resident state counts in its categories' maxima from the start. */
+    for (int c = 0; c < REMAT_CAT_COUNT; c++)
+        r->category_peak[c] = R.live[c];
     for (size_t i = 0; st == REMAT_OK && i < s->n; i++) {
         remat_instr in = s->ins[i];
         R.index = i;

@@ -15,6 +15,7 @@
  * small sizes.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "bench.h"
 #include "remat.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -44,14 +45,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* A /proc/self/status field in kB ("VmHWM", "VmRSS"); -1 if unavailable. */
-static long proc_status_kb(const char *field)
+long proc_status_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
@@ -71,7 +72,7 @@ static long proc_status_kb(const char *field)
 /* Resets the peak-RSS counter so a later VmHWM covers only what follows
  * (Linux >= 4.0). Returns 0 when unsupported: the caller then reports the
  * whole process's peak and says so. */
-static int reset_peak_rss(void)
+int reset_peak_rss(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f)
@@ -88,7 +89,7 @@ static long max_rss_kb(void)
 
 /* Runs fn(arg, out) in a child process and copies its result back through
  * a pipe. Returns 0 on success. */
-static int in_child(int (*fn)(const void *arg, void *out), const void *arg, void *out, size_t out_size)
+int in_child(int (*fn)(const void *arg, void *out), const void *arg, void *out, size_t out_size)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -349,6 +350,10 @@ typedef struct {
 static const bench benches[] = {
     {"load", "load + lifetime analysis of generated chains and layered DAGs, 10^4..10^6 ops", bench_load_analyze},
     {"cli", "`remat lifetimes` on a generated chain file, end to end", bench_cli},
+    {"replay", "replay speed (instructions per second) on 10^5- and 10^6-op graphs", bench_replay},
+    {"chain", "planning time on chains of 10^2, 10^3, 10^4 stages and sqrtn/chen-greedy at 10^5 ops", bench_plan_chain},
+    {"dag", "planning time of auto, dtr and mincut on generated DAGs of 10^3, 10^4, 10^5 ops", bench_plan_dag},
+    {"bundled", "every strategy on every bundled graph at 0.7 of the store-all activation peak", bench_bundled},
 };
 #define N_BENCHES (sizeof benches / sizeof benches[0])
 
