@@ -46,6 +46,15 @@
  *                16*s*b bytes of fp32 layernorm statistics (Korthikanti et
  *                al.'s 34*s*b*h + 5*a*s^2*b at p = 2, less the dropout masks
  *                and dropout outputs).                      ops = 15*layers + 4
+ *                With `dropout`, Megatron's three dropouts per layer (on the
+ *                attention probabilities, after the output projection, after
+ *                fc2) each output the dropped tensor and a 1-byte mask and
+ *                save only the mask; attention-over-values then reads (and
+ *                saves) the dropped probabilities. The saved activations are
+ *                then (16*p + 2)*s*b*h + (2*p + 1)*a*s^2*b + 16*s*b bytes per
+ *                layer: exactly Korthikanti et al.'s s*b*h*(34 + 5*a*s/h) at
+ *                p = 2, plus the layernorm statistics the paper leaves out as
+ *                small buffers.                             ops = 18*layers + 4
  *   unet         `depth` encoder levels (conv-relu-conv-relu, max-pool with an
  *                indices output), a bottleneck, `depth` decoder levels
  *                (transposed conv, concat with the encoder's long skip,
@@ -111,6 +120,7 @@ typedef struct remat_gen_opts {
     uint32_t hidden;       /* -h/--hidden: hidden size h */
     uint32_t heads;        /* -a/--heads: attention heads a (must divide h) */
     uint32_t vocab;        /* --vocab */
+    bool dropout;          /* --dropout: Megatron's three dropouts per layer, each saving a 1-byte mask */
 } remat_gen_opts;
 
 /* Fills o with the family's defaults: chain of 16 ops of 1 MiB and 10^9

@@ -64,6 +64,7 @@ static const gen_option options[] = {
     {"hidden", 'h', K_COUNT, F_TRANSFORMER, OFF(hidden)},
     {"heads", 'a', K_COUNT, F_TRANSFORMER, OFF(heads)},
     {"vocab", 0, K_COUNT, F_TRANSFORMER, OFF(vocab)},
+    {"dropout", 0, K_FLAG, F_TRANSFORMER, OFF(dropout)},
     {"name", 0, K_TEXT, F_ALL, OFF(name)},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -79,7 +80,7 @@ static const char gen_help[] =
     "  chain        n ops in a line, one param per k ops     ops = n\n"
     "  layered      random layered DAG into one loss          ops = width*layers + 1\n"
     "  resnet       residual conv-bn-relu stack               ops = 7*blocks + 8\n"
-    "  transformer  pre-LN blocks, Megatron parameters        ops = 15*layers + 4\n"
+    "  transformer  pre-LN blocks, Megatron parameters        ops = 15*layers + 4 (18*layers + 4 with --dropout)\n"
     "  unet         encoder/decoder with long concat skips    ops = 11*depth + 6\n\n"
     "chain:        --ops N (16) --param-every K (1) --random --seed S (1)\n"
     "              --bytes B (1MiB) --max-bytes B (4x) --flops F (1e9) --max-flops F (4x)\n"
@@ -90,6 +91,7 @@ static const char gen_help[] =
     "              --in-channels C (3) --classes K (10) --elem-bytes P (4)\n"
     "transformer:  -s/--seq S (1024) -b/--batch B (4) -h/--hidden H (1024)\n"
     "              -a/--heads A (16) -L/--layers L (24) --vocab V (50257) --elem-bytes P (2)\n"
+    "              --dropout (Megatron's dropouts, 1-byte masks: Korthikanti et al.'s bytes)\n"
     "unet:         --depth D (3) -b/--batch N (8) --channels C (16, doubling per level)\n"
     "              --size S (64, a multiple of 2^D) --in-channels C (3) --classes K (1)\n"
     "              --elem-bytes P (4)\n"

@@ -30,6 +30,8 @@ static const remat_command commands[] = {
      "budget one device's weights, gradients, optimizer state, copies and ZeRO shards"},
     {"gen", cmd_gen, "FAMILY [options] [-o FILE]",
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
+    {"import", cmd_import, "checkmate FILE [--name NAME] [-o GRAPH]",
+     "convert a Checkmate/Moccasin training graph (networkx node-link JSON) into a remat graph"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -300,6 +300,21 @@ static void layernorm(gw *w, list *ops, const tns *in, const tns *g, uint64_t p,
                          remat__gen_mul(w, elems(out), 8, id)});
 }
 
+/* Dropout as Megatron keeps it: the dropped tensor and a 1-byte mask per
+ * element; the backward multiplies the gradient by the mask (and the scale)
+ * and reads nothing else. Replaying it is exact when the RNG state is saved,
+ * as Megatron's checkpointing does, so it stays recomputable. */
+static void dropout(gw *w, list *ops, const tns *in, const char *id, tns *out)
+{
+    tns mask;
+    *out = *in;
+    snprintf(out->id, sizeof out->id, "%s", id);
+    mask = *in;
+    snprintf(mask.id, sizeof mask.id, "%s_mask", id);
+    mask.bytes = elems(in); /* 1 byte per element, whatever the activation precision */
+    op(w, ops, &(opdesc){"dropout", {in}, 1, {out, &mask}, 2, {&mask}, 1, NULL, elems(in)});
+}
+
 int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
 {
     if (!require(w, o->seq, 1, "-s/--seq") || !require(w, o->batch, 1, "-b/--batch") ||
@@ -310,7 +325,8 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     if (o->hidden % o->heads != 0)
         return remat__gen_invalid(w, "-h/--hidden (%" PRIu32 ") must be a multiple of -a/--heads (%" PRIu32 ")",
                                   o->hidden, o->heads);
-    if ((uint64_t)o->layers * 15 + 4 > REMAT__GEN_MAX_OPS)
+    const uint64_t per_layer = o->dropout ? 18 : 15;
+    if ((uint64_t)o->layers * per_layer + 4 > REMAT__GEN_MAX_OPS)
         return remat__gen_invalid(w, "-L/--layers %" PRIu32 " is too many (limit %llu ops)", o->layers,
                                   REMAT__GEN_MAX_OPS);
     const uint64_t p = o->elem_bytes, s = o->seq, b = o->batch, h = o->hidden, a = o->heads, V = o->vocab;
@@ -322,6 +338,8 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     remat__gen_meta_u64(w, "layers", o->layers);
     remat__gen_meta_u64(w, "vocab", V);
     remat__gen_meta_u64(w, "elem_bytes", p);
+    if (o->dropout)
+        remat__gen_meta_u64(w, "dropout", 1);
     remat__gen_meta_end(w);
 
     tns tokens, labels, wte, lnf_w, head_w;
@@ -387,13 +405,23 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
         /* Softmax's backward is y * (dy - sum(y * dy)): it reads its output. */
         op(w, &ops, &(opdesc){"softmax", {&scores}, 1, {&probs}, 1, {&probs}, 1, NULL,
                               remat__gen_mul(w, elems(&probs), 5, probs.id)});
+        tns dprobs = probs, dattn, dfc2;
+        if (o->dropout) {
+            snprintf(id, sizeof id, "l%" PRIu32 "_attn_drop", l);
+            dropout(w, &ops, &probs, id, &dprobs);
+        }
         MAKE(w, &ctx, p, (s, b, h), "l%" PRIu32 "_ctx", l);
-        op(w, &ops, &(opdesc){"bmm", {&probs, &v}, 2, {&ctx}, 1, {0}, -1, NULL, FLOPS(w, ctx.id, 2, b, s, s, h)});
+        op(w, &ops, &(opdesc){"bmm", {&dprobs, &v}, 2, {&ctx}, 1, {0}, -1, NULL, FLOPS(w, ctx.id, 2, b, s, s, h)});
         MAKE(w, &attn, p, (s, b, h), "l%" PRIu32 "_attn", l);
         op(w, &ops, &(opdesc){"matmul", {&ctx, &pw[2]}, 2, {&attn}, 1, {0}, -1, NULL,
                               FLOPS(w, attn.id, 2, s, b, h, h)});
+        dattn = attn;
+        if (o->dropout) {
+            snprintf(id, sizeof id, "l%" PRIu32 "_proj_drop", l);
+            dropout(w, &ops, &attn, id, &dattn);
+        }
         MAKE(w, &res1, p, (s, b, h), "l%" PRIu32 "_res1", l);
-        op(w, &ops, &(opdesc){"add", {&x, &attn}, 2, {&res1}, 1, {0}, 0, NULL, elems(&res1)});
+        op(w, &ops, &(opdesc){"add", {&x, &dattn}, 2, {&res1}, 1, {0}, 0, NULL, elems(&res1)});
         snprintf(id, sizeof id, "l%" PRIu32 "_ln2", l);
         layernorm(w, &ops, &res1, &pw[3], p, s, b, h, id, &ln2);
         MAKE(w, &fc1, p, (s, b, 4 * h), "l%" PRIu32 "_fc1", l);
@@ -405,9 +433,14 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
         MAKE(w, &fc2, p, (s, b, h), "l%" PRIu32 "_fc2", l);
         op(w, &ops, &(opdesc){"matmul", {&gelu, &pw[5]}, 2, {&fc2}, 1, {0}, -1, NULL,
                               FLOPS(w, fc2.id, 2, s, b, 4 * h, h)});
+        dfc2 = fc2;
+        if (o->dropout) {
+            snprintf(id, sizeof id, "l%" PRIu32 "_mlp_drop", l);
+            dropout(w, &ops, &fc2, id, &dfc2);
+        }
         tns res2;
         MAKE(w, &res2, p, (s, b, h), "l%" PRIu32 "_res2", l);
-        op(w, &ops, &(opdesc){"add", {&res1, &fc2}, 2, {&res2}, 1, {0}, 0, NULL, elems(&res2)});
+        op(w, &ops, &(opdesc){"add", {&res1, &dfc2}, 2, {&res2}, 1, {0}, 0, NULL, elems(&res2)});
         x = res2;
     }
     tns lnf, logits, loss;

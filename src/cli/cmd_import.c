@@ -1,0 +1,81 @@
+/*
+ * cmd_import.c - `remat import checkmate FILE [--name NAME] [-o GRAPH]`.
+ *
+ * Converts a peer's graph file into a remat graph (remat/import.h has the
+ * mapping), then loads and analyzes the result with the one loader before
+ * writing it, so a file that converts but does not make a valid training
+ * step (a cycle, say) is refused here, naming the problem, and never
+ * written.
+ */
+#include "cli.h"
+#include "remat/import.h"
+
+#include <getopt.h>
+#include <string.h>
+
+int cmd_import(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"name", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = "-", *name = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': name = optarg; break;
+        case 'o': out = optarg; break;
+        case 'h':
+            remat_cli_print_usage(stdout, "import");
+            printf("\nformats:\n"
+                   "  checkmate  Checkmate/Moccasin training graphs: networkx node-link JSON whose nodes\n"
+                   "             have id, name, backward, cost_cpu, cost_ram. Forward nodes become ops\n"
+                   "             (bytes = cost_ram, flops = cost_cpu); each backward node becomes its\n"
+                   "             forward op's bwd_flops and saves (the forward tensors it reads); the\n"
+                   "             loss node is the graph output; the input is implicit (0 bytes).\n");
+            return REMAT_EXIT_OK;
+        default: return remat_cli_usage_error("import", "bad option");
+        }
+    }
+    if (optind != argc - 2)
+        return remat_cli_usage_error("import", "expected FORMAT and FILE");
+    if (strcmp(argv[optind], "checkmate") != 0)
+        return remat_cli_usage_error("import", "unknown format '%s' (known: checkmate)", argv[optind]);
+    const char *path = argv[optind + 1];
+    remat_err err;
+    remat_err_init(&err);
+    char *json = NULL;
+    size_t len = 0;
+    remat_import_summary sum;
+    if (remat_import_checkmate_file(path, name, &json, &len, &sum, &err) != REMAT_OK)
+        return remat_cli_fail(&err);
+    remat_graph *g = NULL;
+    remat_analysis *a = NULL;
+    int rc = REMAT_EXIT_OK;
+    if (remat_graph_load_json(json, len, path, &g, &err) != REMAT_OK || remat_analyze(g, &a, &err) != REMAT_OK) {
+        fprintf(stderr, "remat: %s: the converted graph is not a valid training step: %s\n", path, err.msg);
+        rc = remat_cli_exit_for(err.code);
+    } else {
+        rc = remat_cli_write(out, json, len);
+    }
+    if (rc == REMAT_EXIT_OK) {
+        /* The summary goes where it cannot mix with the graph text. */
+        FILE *f = strcmp(out, "-") == 0 ? stderr : stdout;
+        fprintf(f,
+                "imported %s: %u forward nodes, %s, %u backward nodes (%u matched by Checkmate's layout, not by "
+                "name), %u links -> graph '%s': %u ops, %u backward steps, %llu saves; %u forward nodes without "
+                "a backward node\n",
+                path, sum.forward_nodes, sum.backward_nodes ? "a loss" : "no loss (an inference graph)",
+                sum.backward_nodes, sum.by_layout, sum.links, g->name, g->n_ops, a->n_bwd,
+                (unsigned long long)sum.saves, sum.without_backward);
+        if (strcmp(out, "-") != 0)
+            fprintf(f, "graph written to %s\n", out);
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    remat_free(json);
+    return rc;
+}

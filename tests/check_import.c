@@ -1,0 +1,375 @@
+/*
+ * check_import.c - `remat import checkmate`: Checkmate/Moccasin node-link
+ * graphs converted to remat graphs, checked op by op against what the
+ * files say by hand (the expectations below are read off the fixtures, not
+ * off the converter), and every refusal with its status and message.
+ *
+ * Fixtures (tests/fixtures/checkmate/): small_train_nx.json is hand-written
+ * in the layout of Checkmate's dfgraph_from_keras (conv -> relu -> fc ->
+ * Loss, backward nodes named X_backward); residual_train_nx.json is made by
+ * make_residual.py with networkx (a skip connection, "Grad <X>" names).
+ */
+#include "test_util.h"
+#include "util/util_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Converts text, asserting success, and loads and analyzes the result. */
+static remat_analysis *import_text(const char *json, remat_graph **g, remat_import_summary *sum)
+{
+    remat_err err;
+    remat_err_init(&err);
+    char *out = NULL;
+    size_t len = 0;
+    ck_assert_msg(remat_import_checkmate(json, strlen(json), "t.json", NULL, &out, &len, sum, &err) == REMAT_OK,
+                  "import failed: %s", err.msg);
+    ck_assert_uint_eq(len, strlen(out));
+    remat_analysis *a = t_analyze(out, g);
+    remat_free(out);
+    return a;
+}
+
+static remat_analysis *import_fixture(const char *name, remat_graph **g, remat_import_summary *sum)
+{
+    char path[512];
+    t_fixture(name, path, sizeof path);
+    remat_err err;
+    remat_err_init(&err);
+    char *out = NULL;
+    size_t len = 0;
+    ck_assert_msg(remat_import_checkmate_file(path, NULL, &out, &len, sum, &err) == REMAT_OK, "import %s: %s", path,
+                  err.msg);
+    remat_analysis *a = t_analyze(out, g);
+    remat_free(out);
+    return a;
+}
+
+static void import_fails(const char *json, remat_status code, const char *substr)
+{
+    remat_err err;
+    remat_err_init(&err);
+    char *out = (char *)"untouched";
+    remat_status st = remat_import_checkmate(json, strlen(json), "t.json", NULL, &out, NULL, NULL, &err);
+    ck_assert_int_eq(st, code);
+    ck_assert_int_eq(err.code, code);
+    ck_assert_ptr_null(out);
+    ck_assert_msg_contains(&err, substr);
+    ck_assert_msg_contains(&err, "t.json");
+}
+
+/* op's inputs (or saves) as "a,b,c". */
+static const char *refs(const remat_graph *g, const char *op_id, int saves, char *buf, size_t cap)
+{
+    const remat_op *op = &g->ops[t_op(g, op_id)];
+    const uint32_t *r = saves ? remat_op_saves(g, op) : remat_op_inputs(g, op);
+    uint32_t n = saves ? op->n_save : op->n_in;
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", k ? "," : "", g->tensors[r[k]].id);
+    return buf;
+}
+
+static void check_op(const remat_graph *g, const char *id, const char *inputs, uint64_t bytes, uint64_t flops,
+                     uint64_t bwd_flops, const char *saves)
+{
+    char buf[256];
+    const remat_op *op = &g->ops[t_op(g, id)];
+    ck_assert_str_eq(refs(g, id, 0, buf, sizeof buf), inputs);
+    ck_assert_str_eq(refs(g, id, 1, buf, sizeof buf), saves);
+    ck_assert_uint_eq(g->tensors[t_tensor(g, id)].bytes, bytes);
+    ck_assert_uint_eq(op->flops, flops);
+    ck_assert_uint_eq(op->bwd_flops, bwd_flops);
+}
+
+START_TEST(import_should_map_the_hand_written_graph_node_by_node)
+{
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_fixture("checkmate/small_train_nx.json", &g, &sum);
+    ck_assert_str_eq(g->name, "small (hand-written)_train");
+    ck_assert_uint_eq(g->n_ops, 4);
+    /* Node 6 conv_backward reads nodes 0 (conv) and 1 (relu): Checkmate's
+     * output_dep and next_outputs_deps edges. */
+    check_op(g, "conv", "input", 100, 10, 20, "conv,relu");
+    check_op(g, "relu", "conv", 100, 2, 4, "relu,fc");
+    check_op(g, "fc", "relu", 10, 5, 10, "fc,Loss");
+    check_op(g, "Loss", "fc", 4, 1, 0, "");
+    ck_assert_uint_eq(g->n_outputs, 1);
+    ck_assert_str_eq(g->tensors[g->outputs[0]].id, "Loss");
+    /* The implicit input: 0 bytes, wants a gradient, so every op gets a
+     * backward step, as every Checkmate layer has one. */
+    const remat_tensor *in = &g->tensors[t_tensor(g, "input")];
+    ck_assert_int_eq(in->kind, REMAT_TENSOR_INPUT);
+    ck_assert_uint_eq(in->bytes, 0);
+    ck_assert(in->requires_grad);
+    ck_assert_uint_eq(a->n_bwd, 4);
+    ck_assert_uint_eq(sum.forward_nodes, 3);
+    ck_assert_uint_eq(sum.backward_nodes, 3);
+    ck_assert_uint_eq(sum.by_layout, 0);
+    ck_assert_uint_eq(sum.links, 11);
+    ck_assert_uint_eq(sum.saves, 6);
+    ck_assert_uint_eq(sum.without_backward, 0);
+    /* relu is read last by bwd:conv (conv_backward reads it). */
+    ck_assert_uint_eq(a->life[t_tensor(g, "relu")].last_bwd_use, t_bwd(a, "conv"));
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(import_should_map_the_networkx_residual_graph)
+{
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_fixture("checkmate/residual_train_nx.json", &g, &sum);
+    ck_assert_uint_eq(g->n_ops, 6);
+    /* bwd(i) = 10 - i reads i and i's consumers: Grad <stem> (node 10)
+     * reads stem, conv_a and add; the add reads both branches. */
+    check_op(g, "stem", "input", 64, 7, 14, "stem,conv_a,add");
+    check_op(g, "conv_a", "stem", 32, 11, 22, "conv_a,conv_b");
+    check_op(g, "conv_b", "conv_a", 64, 13, 26, "conv_b,add");
+    check_op(g, "add", "stem,conv_b", 64, 3, 6, "add,head");
+    check_op(g, "head", "add", 8, 5, 10, "head,Loss");
+    check_op(g, "Loss", "head", 4, 0, 0, "");
+    ck_assert_uint_eq(sum.backward_nodes, 5);
+    ck_assert_uint_eq(sum.by_layout, 0);
+    ck_assert_uint_eq(sum.links, 22);
+    ck_assert_uint_eq(a->n_bwd, 6);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* Without names, Checkmate's layout (bwd of i is 2n - i) matches. */
+START_TEST(import_should_match_backward_nodes_by_layout_without_names)
+{
+    const char *json = "{\"nodes\": ["
+                       "{\"id\": 0, \"backward\": false, \"cost_cpu\": 3, \"cost_ram\": 30},"
+                       "{\"id\": 1, \"backward\": false, \"cost_cpu\": 5, \"cost_ram\": 50},"
+                       "{\"id\": 2, \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 4},"
+                       "{\"id\": 3, \"backward\": true, \"cost_cpu\": 10, \"cost_ram\": 50},"
+                       "{\"id\": 4, \"backward\": true, \"cost_cpu\": 6, \"cost_ram\": 30}],"
+                       " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2},"
+                       " {\"source\": 2, \"target\": 3}, {\"source\": 1, \"target\": 3}, {\"source\": 0, \"target\": 4},"
+                       " {\"source\": 1, \"target\": 4}, {\"source\": 3, \"target\": 4}, {\"source\": 1, \"target\": 4}]}";
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_text(json, &g, &sum);
+    check_op(g, "n0", "input", 30, 3, 6, "n0,n1"); /* the repeated link 1 -> 4 is one read */
+    check_op(g, "n1", "n0", 50, 5, 10, "n1,n2");
+    check_op(g, "n2", "n1", 4, 1, 0, "");
+    ck_assert_uint_eq(sum.by_layout, 2);
+    ck_assert_uint_eq(sum.links, 8);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(import_should_take_string_ids_and_keep_shared_names_apart)
+{
+    /* Two forward nodes named "x": the second becomes "x#b"; a forward node
+     * named "input" leaves the implicit input its id. */
+    const char *json = "{\"graph\": {}, \"nodes\": ["
+                       "{\"id\": \"a\", \"name\": \"x\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": \"b\", \"name\": \"x\", \"cost_cpu\": 2, \"cost_ram\": 16},"
+                       "{\"id\": \"c\", \"name\": \"input\", \"backward\": null, \"cost_cpu\": 3, \"cost_ram\": 24},"
+                       "{\"id\": \"L\", \"name\": \"loss\", \"backward\": true, \"cost_cpu\": 4, \"cost_ram\": 4}],"
+                       " \"links\": [{\"source\": \"a\", \"target\": \"b\"}, {\"source\": \"b\", \"target\": \"c\"},"
+                       " {\"source\": \"c\", \"target\": \"L\"}]}";
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_text(json, &g, &sum);
+    ck_assert_str_eq(g->name, "checkmate");
+    check_op(g, "x", "input", 8, 1, 0, "");
+    check_op(g, "x#b", "x", 16, 2, 0, "");
+    check_op(g, "input#c", "x#b", 24, 3, 0, "");
+    check_op(g, "loss", "input#c", 4, 4, 0, "");
+    ck_assert_uint_eq(sum.without_backward, 3);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(import_should_make_an_inference_graph_without_backward_nodes)
+{
+    const char *json = "{\"nodes\": [{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 10},"
+                       "{\"id\": 1, \"name\": \"b\", \"cost_cpu\": 1, \"cost_ram\": 20},"
+                       "{\"id\": 2, \"name\": \"c\", \"cost_cpu\": 1, \"cost_ram\": 30}],"
+                       " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 0, \"target\": 2}]}";
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_text(json, &g, &sum);
+    ck_assert_uint_eq(g->n_outputs, 2);
+    ck_assert_str_eq(g->tensors[g->outputs[0]].id, "b");
+    ck_assert_str_eq(g->tensors[g->outputs[1]].id, "c");
+    ck_assert(!g->tensors[t_tensor(g, "input")].requires_grad);
+    ck_assert_uint_eq(a->n_bwd, 0);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* Nodes for the role errors: forward a (0), forward b (1). */
+#define AB "{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 4}, " \
+           "{\"id\": 1, \"name\": \"b\", \"cost_cpu\": 1, \"cost_ram\": 4}"
+#define BWD(id, name) "{\"id\": " #id ", \"name\": \"" name "\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 4}"
+
+START_TEST(import_should_refuse_what_is_not_a_checkmate_graph)
+{
+    import_fails("{\"nodes\": [", REMAT_EPARSE, "t.json:1:");
+    import_fails("[]", REMAT_EGRAPH, "top level must be a node-link object");
+    import_fails("{\"links\": []}", REMAT_EGRAPH, "nodes: missing or not an array");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}]}", REMAT_EGRAPH,
+                 "links: missing or not an array");
+    import_fails("{\"nodes\": [], \"links\": []}", REMAT_EGRAPH, "nodes: no nodes");
+    import_fails("{\"nodes\": [7], \"links\": []}", REMAT_EGRAPH, "nodes[0]: must be an object");
+    import_fails("{\"nodes\": [{\"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].id: missing");
+    import_fails("{\"nodes\": [{\"id\": 1.5, \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].id: a numeric node id must be a whole number");
+    import_fails("{\"nodes\": [{\"id\": [0], \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].id: a node id must be a number or a string");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 0, \"cost_cpu\": 1, "
+                 "\"cost_ram\": 1}], \"links\": []}",
+                 REMAT_EGRAPH, "nodes[1].id: node id 0 is also nodes[0]'s");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_ram\": 1}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].cost_cpu: missing");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": -4}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].cost_ram: must be a whole number from 0 to 2^53-1");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": \"1\", \"cost_ram\": 4}], \"links\": []}", REMAT_EGRAPH,
+                 "nodes[0].cost_cpu: must be a number");
+    import_fails("{\"nodes\": [{\"id\": 0, \"backward\": 1, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": []}",
+                 REMAT_EGRAPH, "nodes[0].backward: must be true, false or null");
+    import_fails("{\"nodes\": [{\"id\": 0, \"name\": {}, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": []}",
+                 REMAT_EGRAPH, "nodes[0].name: must be a string");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": [{\"source\": 0, "
+                 "\"target\": 9}]}",
+                 REMAT_EGRAPH, "links[0].target: unknown node id 9");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": [{\"source\": \"0\", "
+                 "\"target\": 0}]}",
+                 REMAT_EGRAPH, "links[0].source: unknown node id 0");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": [{\"target\": 0}]}",
+                 REMAT_EGRAPH, "links[0].source: missing");
+    import_fails("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": [3]}", REMAT_EGRAPH,
+                 "links[0]: must be an object");
+    import_fails("{\"nodes\": [{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 4}], \"links\": "
+                 "[{\"source\": 0, \"target\": 0}]}",
+                 REMAT_EGRAPH, "links[0]: a node that reads itself (a)");
+    import_fails("{\"nodes\": [" AB "], \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": "
+                 "0}]}",
+                 REMAT_EGRAPH, "nodes: no backward nodes and no forward node that nothing reads");
+}
+END_TEST
+
+START_TEST(import_should_refuse_roles_it_cannot_map)
+{
+    /* Two backward nodes that no backward node feeds. */
+    import_fails("{\"nodes\": [" AB ", " BWD(2, "L1") ", " BWD(3, "L2") "], \"links\": [{\"source\": 1, \"target\": "
+                 "2}, {\"source\": 1, \"target\": 3}]}",
+                 REMAT_EGRAPH, "2 backward nodes are fed by no backward node (L1, L2): cannot tell which is the loss");
+    /* A cycle of backward nodes: none is the loss. */
+    import_fails("{\"nodes\": [" AB ", " BWD(2, "p") ", " BWD(3, "q") "], \"links\": [{\"source\": 2, \"target\": "
+                 "3}, {\"source\": 3, \"target\": 2}]}",
+                 REMAT_EGRAPH, "no loss node");
+    /* A forward node reading a backward node. */
+    import_fails("{\"nodes\": [" AB ", " BWD(2, "Loss") ", " BWD(3, "a_backward") "], \"links\": [{\"source\": 1, "
+                 "\"target\": 2}, {\"source\": 2, \"target\": 3}, {\"source\": 3, \"target\": 1}]}",
+                 REMAT_EGRAPH, "nodes[1]: forward node 'b' reads backward node 'a_backward'");
+    /* A backward node for no forward node: no name matches, and its layout
+     * mirror (4 - 1 - 9) is no node. */
+    import_fails("{\"nodes\": [" AB ", " BWD(2, "Loss") ", " BWD(9, "zz_backward") "], \"links\": [{\"source\": 1, "
+                 "\"target\": 2}, {\"source\": 2, \"target\": 9}]}",
+                 REMAT_EGRAPH, "nodes[3]: backward node 'zz_backward' belongs to no forward node");
+    /* Two backward nodes for one forward node. */
+    import_fails("{\"nodes\": [" AB ", " BWD(2, "Loss") ", " BWD(3, "b_backward") ", " BWD(4, "Grad <b>") "], "
+                 "\"links\": [{\"source\": 1, \"target\": 2}, {\"source\": 2, \"target\": 3}, {\"source\": 3, "
+                 "\"target\": 4}]}",
+                 REMAT_EGRAPH, "backward nodes 'b_backward' and 'Grad <b>' both belong to forward node 'b'");
+}
+END_TEST
+
+/* The converted graph goes through the one loader: a cycle among forward
+ * nodes converts, and the analyzer names it. */
+START_TEST(import_should_leave_cycles_to_the_analyzer)
+{
+    const char *json = "{\"nodes\": [" AB ", " BWD(2, "Loss") "], \"links\": [{\"source\": 0, \"target\": 1}, "
+                       "{\"source\": 1, \"target\": 0}, {\"source\": 1, \"target\": 2}]}";
+    remat_err err;
+    remat_err_init(&err);
+    char *out = NULL;
+    ck_assert_int_eq(remat_import_checkmate(json, strlen(json), "t.json", "cyc", &out, NULL, NULL, &err), REMAT_OK);
+    remat_graph *g = NULL;
+    remat_analysis *a = NULL;
+    ck_assert_int_eq(remat_graph_load_json(out, strlen(out), "cyc", &g, &err), REMAT_OK);
+    ck_assert_str_eq(g->name, "cyc");
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_EGRAPH);
+    ck_assert_msg_contains(&err, "cycle");
+    remat_graph_destroy(g);
+    remat_free(out);
+}
+END_TEST
+
+START_TEST(import_should_report_a_missing_file)
+{
+    remat_err err;
+    remat_err_init(&err);
+    char *out = (char *)"untouched";
+    ck_assert_int_ne(remat_import_checkmate_file("/nonexistent/x.json", NULL, &out, NULL, NULL, &err), REMAT_OK);
+    ck_assert_ptr_null(out);
+    ck_assert_msg_contains(&err, "/nonexistent/x.json");
+}
+END_TEST
+
+/* Every allocation failure becomes REMAT_ENOMEM, never a crash or leak. */
+START_TEST(import_should_fail_cleanly_out_of_memory)
+{
+    char path[512];
+    t_fixture("checkmate/residual_train_nx.json", path, sizeof path);
+    char *text = NULL;
+    size_t len = 0;
+    remat_err err;
+    remat_err_init(&err);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    text = malloc(1 << 16);
+    len = fread(text, 1, 1 << 16, f);
+    fclose(f);
+    int succeeded = 0;
+    for (uint64_t n = 1; n < 10000 && !succeeded; n++) {
+        remat_err_init(&err);
+        char *out = NULL;
+        remat__alloc_fail_at(n);
+        remat_status st = remat_import_checkmate(text, len, "t.json", NULL, &out, NULL, NULL, &err);
+        remat__alloc_fail_at(0);
+        if (st == REMAT_OK) {
+            succeeded = 1;
+            remat_free(out);
+        } else {
+            ck_assert_msg(st == REMAT_ENOMEM || st == REMAT_EPARSE, "allocation %llu: %s", (unsigned long long)n,
+                          err.msg);
+            ck_assert_ptr_null(out);
+        }
+    }
+    ck_assert(succeeded);
+    free(text);
+}
+END_TEST
+
+Suite *import_suite(void)
+{
+    Suite *s = suite_create("import");
+    TCase *tc = tcase_create("checkmate");
+    tcase_add_test(tc, import_should_map_the_hand_written_graph_node_by_node);
+    tcase_add_test(tc, import_should_map_the_networkx_residual_graph);
+    tcase_add_test(tc, import_should_match_backward_nodes_by_layout_without_names);
+    tcase_add_test(tc, import_should_take_string_ids_and_keep_shared_names_apart);
+    tcase_add_test(tc, import_should_make_an_inference_graph_without_backward_nodes);
+    tcase_add_test(tc, import_should_refuse_what_is_not_a_checkmate_graph);
+    tcase_add_test(tc, import_should_refuse_roles_it_cannot_map);
+    tcase_add_test(tc, import_should_leave_cycles_to_the_analyzer);
+    tcase_add_test(tc, import_should_report_a_missing_file);
+    tcase_add_test(tc, import_should_fail_cleanly_out_of_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
