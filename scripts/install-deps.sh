@@ -4,6 +4,12 @@
 # when something is missing. Needs root (or sudo) for apt-get.
 set -eu
 PKGS="build-essential pkg-config libigraph-dev libcjson-dev check libglpk-dev valgrind librsvg2-bin libxml2-utils"
+# --torch: Debian's PyTorch and torchvision, for the exporter and the checks
+# against PyTorch's figures (tests/cli/torch.sh skips without them). Never a
+# dependency of the C core.
+if [ "${1:-}" = "--torch" ]; then
+    PKGS="python3-torch python3-torchvision python3-networkx"
+fi
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
