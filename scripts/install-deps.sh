@@ -22,4 +22,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "install-deps: installing$missing"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+# PyTorch is installed as Debian recommends it (that is how it was checked).
+RECS="--no-install-recommends"
+[ "${1:-}" = "--torch" ] && RECS=""
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $RECS $missing
