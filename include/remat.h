@@ -11,6 +11,7 @@
 #include "remat/graph.h"
 #include "remat/analyze.h"
 #include "remat/ledger.h"
+#include "remat/trace.h"
 #include "remat/import.h"
 #include "remat/gen.h"
 #include "remat/schedule.h"

@@ -32,6 +32,12 @@ static const remat_command commands[] = {
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"import", cmd_import, "checkmate FILE [--name NAME] [-o GRAPH]",
      "convert a Checkmate/Moccasin training graph (networkx node-link JSON) into a remat graph"},
+    {"trace", cmd_trace,
+     "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
+     "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] -o FILE",
+     "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
+    {"audit", cmd_audit, "GRAPH [PLAN] [--top N] [--json] [-o FILE]",
+     "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -1,0 +1,74 @@
+/*
+ * cmd_audit.c - `remat audit GRAPH [PLAN] [--top N] [--json] [-o FILE]`.
+ *
+ * The peak, explained: the step at which it occurs, the bytes of every
+ * category at that moment (beside the sum of the categories' own maxima),
+ * and the largest allocations live then, each with why it is live (saved
+ * for which backward step, input of which forward step, recomputed for
+ * which step, a gradient waiting for which step, a leaf). It is built from
+ * the same trace as `remat trace`, so every line can be checked against the
+ * trace's intervals.
+ */
+#include "cli.h"
+#include "remat/trace.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_audit(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"top", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    remat_trace_options o;
+    remat_trace_options_init(&o);
+    o.top = 10;
+    int json = 0, c;
+    const char *out = "-";
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': {
+            char *end;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || optarg[0] == '-' || v == 0 || v > 1000)
+                return remat_cli_usage_error("audit", "--top: '%s' is not a whole number from 1 to 1000", optarg);
+            o.top = (uint32_t)v;
+            break;
+        }
+        case 'j': json = 1; break;
+        case 'o': out = optarg; break;
+        case 'h': remat_cli_print_usage(stdout, "audit"); return REMAT_EXIT_OK;
+        default: return remat_cli_usage_error("audit", "bad option");
+        }
+    }
+    if (optind != argc - 1 && optind != argc - 2)
+        return remat_cli_usage_error("audit", "expected GRAPH [PLAN]");
+    remat_graph *g;
+    remat_analysis *a;
+    remat_plan plan;
+    remat_plan_init(&plan);
+    remat_trace *t;
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &g, &a, &plan, &t);
+    if (rc != REMAT_EXIT_OK) {
+        remat_plan_destroy(&plan);
+        return rc;
+    }
+    o.label = plan.strategy;
+    remat_err err;
+    remat_err_init(&err);
+    size_t len = 0;
+    char *text = remat_trace_audit(t, &o, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
+    remat_free(text);
+    remat_trace_destroy(t);
+    remat_plan_destroy(&plan);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    return rc;
+}

@@ -1,0 +1,211 @@
+/*
+ * cmd_trace.c - `remat trace GRAPH [--plan PLAN] [--budget B | --activation-budget B]
+ *               [--format json|chrome|csv|svg] [--flops-time [--flops-per-us N]] [-o FILE]`.
+ *
+ * Replays the plan's schedule (store-all without a plan) with the tracer and
+ * writes the trace whole, or nothing. The format comes from --format, else
+ * from the output's name: NAME.trace.json is a Chrome trace (the name
+ * Perfetto users expect), NAME.json the remat-trace JSON, NAME.csv and
+ * NAME.svg the obvious ones. The budget drawn in the SVG and recorded in the
+ * JSON is --budget/--activation-budget, else the plan's own.
+ *
+ * remat_cli_trace_open, shared with `remat audit`, loads the graph and the
+ * plan and builds the trace.
+ */
+#include "cli.h"
+#include "remat/trace.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FMT_NONE = -1, FMT_JSON, FMT_CHROME, FMT_CSV, FMT_SVG };
+enum { OPT_PLAN = 256, OPT_ACT, OPT_FLOPS_TIME, OPT_PER_US, OPT_TOP, OPT_WIDTH, OPT_HEIGHT };
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (n < m)
+        return 0;
+    /* Extensions are matched without regard to case: "T.SVG" is an SVG. */
+    for (size_t i = 0; i < m; i++) {
+        char c = s[n - m + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != suffix[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int format_from_name(const char *path)
+{
+    if (ends_with(path, ".trace.json"))
+        return FMT_CHROME;
+    if (ends_with(path, ".json"))
+        return FMT_JSON;
+    if (ends_with(path, ".csv"))
+        return FMT_CSV;
+    if (ends_with(path, ".svg"))
+        return FMT_SVG;
+    return FMT_NONE;
+}
+
+static int format_from_option(const char *s)
+{
+    static const char *const names[] = {"json", "chrome", "csv", "svg"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return FMT_NONE;
+}
+
+/* A whole number from 1 to max. */
+static int parse_count(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (!*s || *s == '-' || *s == '+')
+        return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || v == 0 || v > max)
+        return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
+                         remat_plan *plan, remat_trace **t)
+{
+    *t = NULL;
+    int rc = remat_cli_open_graph(graph, g, a);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
+    remat_err err;
+    remat_err_init(&err);
+    remat_status st;
+    if (plan_path) {
+        st = remat_plan_load_file(*g, plan_path, plan, &err);
+    } else {
+        st = remat_schedule_store_all(*a, &plan->schedule, &err);
+        if (st == REMAT_OK && !(plan->strategy = remat__strdup("store-all")))
+            st = remat_err_set(&err, REMAT_ENOMEM, "out of memory");
+    }
+    if (st == REMAT_OK)
+        st = remat_trace_build(*a, &plan->schedule, NULL, t, &err);
+    if (st != REMAT_OK) {
+        rc = remat_cli_fail(&err);
+        remat_analysis_destroy(*a);
+        remat_graph_destroy(*g);
+        *a = NULL;
+        *g = NULL;
+    }
+    return rc;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"plan", required_argument, NULL, OPT_PLAN},
+        {"budget", required_argument, NULL, 'b'},
+        {"activation-budget", required_argument, NULL, OPT_ACT},
+        {"format", required_argument, NULL, 'f'},
+        {"flops-time", no_argument, NULL, OPT_FLOPS_TIME},
+        {"flops-per-us", required_argument, NULL, OPT_PER_US},
+        {"top", required_argument, NULL, OPT_TOP},
+        {"width", required_argument, NULL, OPT_WIDTH},
+        {"height", required_argument, NULL, OPT_HEIGHT},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    remat_trace_options o;
+    remat_trace_options_init(&o);
+    const char *out = NULL, *plan_path = NULL, *per_us = NULL;
+    int fmt = FMT_NONE, c, budget_given = 0;
+    uint64_t v;
+    remat_err err;
+    remat_err_init(&err);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PLAN: plan_path = optarg; break;
+        case 'b':
+        case OPT_ACT:
+            if (budget_given)
+                return remat_cli_usage_error("trace", "give one of --budget and --activation-budget");
+            if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
+                return remat_cli_usage_error("trace", "%s", err.msg);
+            o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+            budget_given = 1;
+            break;
+        case 'f':
+            if ((fmt = format_from_option(optarg)) == FMT_NONE)
+                return remat_cli_usage_error("trace", "--format: '%s' is not json, chrome, csv or svg", optarg);
+            break;
+        case OPT_FLOPS_TIME: o.flops_time = 1; break;
+        case OPT_PER_US: per_us = optarg; break;
+        case OPT_TOP:
+            if (!parse_count(optarg, 1000, &v))
+                return remat_cli_usage_error("trace", "--top: '%s' is not a whole number from 1 to 1000", optarg);
+            o.top = (uint32_t)v;
+            break;
+        case OPT_WIDTH:
+        case OPT_HEIGHT:
+            if (!parse_count(optarg, 20000, &v))
+                return remat_cli_usage_error("trace", "--%s: '%s' is not a whole number of pixels",
+                                             c == OPT_WIDTH ? "width" : "height", optarg);
+            *(c == OPT_WIDTH ? &o.width : &o.height) = (uint32_t)v;
+            break;
+        case 'o': out = optarg; break;
+        case 'h': remat_cli_print_usage(stdout, "trace"); return REMAT_EXIT_OK;
+        default: return remat_cli_usage_error("trace", "bad option");
+        }
+    }
+    if (optind != argc - 1 && !(optind == argc - 2 && !plan_path))
+        return remat_cli_usage_error("trace", "expected GRAPH (and the plan as --plan PLAN)");
+    if (optind == argc - 2)
+        plan_path = argv[optind + 1];
+    if (fmt == FMT_NONE && out)
+        fmt = format_from_name(out);
+    if (fmt == FMT_NONE)
+        return remat_cli_usage_error("trace", "give --format, or an -o name ending .json, .trace.json, .csv or .svg");
+    if (per_us && !o.flops_time)
+        return remat_cli_usage_error("trace", "--flops-per-us applies to --flops-time only");
+    if (per_us && !parse_count(per_us, UINT64_MAX, &o.flops_per_us))
+        return remat_cli_usage_error("trace", "--flops-per-us: '%s' is not a whole number", per_us);
+    if (o.flops_time && fmt != FMT_CHROME)
+        return remat_cli_usage_error("trace", "--flops-time applies to the Chrome trace only");
+    if ((o.width || o.height) && fmt != FMT_SVG)
+        return remat_cli_usage_error("trace", "--width and --height apply to the SVG only");
+
+    remat_graph *g;
+    remat_analysis *a;
+    remat_plan plan;
+    remat_plan_init(&plan);
+    remat_trace *t;
+    int rc = remat_cli_trace_open(argv[optind], plan_path, &g, &a, &plan, &t);
+    if (rc != REMAT_EXIT_OK) {
+        remat_plan_destroy(&plan);
+        return rc;
+    }
+    o.label = plan.strategy;
+    if (!budget_given && plan.budget_kind != REMAT_BUDGET_NONE) {
+        o.budget_kind = plan.budget_kind;
+        o.budget = plan.budget;
+    }
+    size_t len = 0;
+    char *text = NULL;
+    switch (fmt) {
+    case FMT_JSON: text = remat_trace_json(t, &o, &len, &err); break;
+    case FMT_CHROME: text = remat_trace_chrome(t, &o, &len, &err); break;
+    case FMT_CSV: text = remat_trace_csv(t, &o, &len, &err); break;
+    default: text = remat_trace_svg(t, &o, &len, &err); break;
+    }
+    rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
+    remat_free(text);
+    remat_trace_destroy(t);
+    remat_plan_destroy(&plan);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    return rc;
+}

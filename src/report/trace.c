@@ -1,0 +1,368 @@
+/*
+ * trace.c - build a lifetime trace by replaying a schedule with a recording
+ * observer.
+ *
+ * The executor is the only judge of memory, so the tracer measures nothing
+ * itself: it records the replay's allocation, free and step events as
+ * intervals, then sweeps the steps once and checks, per step and per
+ * category, that the intervals resident during the step add up to the
+ * high-water composition the replay reported, and that those resident after
+ * it add up to its live bytes after. What the step counted beyond
+ * its resident intervals is transient (its workspace) and becomes an
+ * interval of its own (alloc == free == the step), so the document is
+ * complete: every figure in it can be recomputed from the intervals alone.
+ *
+ * Event order in the replay (src/exec/replay.c) that the recorder relies on:
+ * leaves and ledger extras are allocated before the first step (index 0);
+ * a step's allocations come before its on_step, a FREE's release before its
+ * on_step, and a BWD step's output gradients are released after its
+ * on_step with the same index. In every case an interval freed "at" step s
+ * is part of s's high-water mark, which is what the counting rule says.
+ */
+#include "trace_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const remat_analysis *a;
+    const remat_graph *g;
+    remat_trace *t;
+    size_t iv_cap, use_cap, use_iv_cap, steps_cap;
+    size_t *open;      /* storage -> 1 + its open interval, 0 when none */
+    size_t *open_grad; /* tensor -> 1 + its gradient's open interval */
+    size_t *use_iv;    /* per recorded use: the interval it belongs to */
+    remat_err *err;
+} recorder;
+
+/* ---- Recording ---------------------------------------------------------- */
+
+static int rec_fail(recorder *R, remat_status code, const char *what)
+{
+    remat_err_set(R->err, code, "trace: %s", what);
+    return 1;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 1;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    if (n > SIZE_MAX / size)
+        return 0;
+    void *q = remat__realloc(*p, n * size);
+    if (!q)
+        return 0;
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
+static int on_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
+{
+    recorder *R = ctx;
+    remat_trace *t = R->t;
+    if (!grow((void **)&t->iv, &R->iv_cap, t->n_intervals + 1, sizeof *t->iv))
+        return rec_fail(R, REMAT_ENOMEM, "out of memory recording intervals");
+    remat_trace_interval *iv = &t->iv[t->n_intervals];
+    memset(iv, 0, sizeof *iv);
+    iv->storage = storage;
+    iv->grad = (uint8_t)(grad != 0);
+    iv->category = (uint8_t)cat;
+    iv->bytes = bytes;
+    iv->alloc = index;
+    iv->free = REMAT_TRACE_END;
+    if (grad)
+        iv->why = REMAT_TRACE_WHY_GRADIENT;
+    else if (storage == REMAT_NONE)
+        iv->why = REMAT_TRACE_WHY_LEDGER;
+    else if (R->g->tensors[storage].kind != REMAT_TENSOR_ACTIVATION)
+        iv->why = REMAT_TRACE_WHY_LEAF;
+    else
+        iv->why = cat == REMAT_CAT_RECOMPUTED ? REMAT_TRACE_WHY_RECOMPUTED : REMAT_TRACE_WHY_PRODUCED;
+    if (storage != REMAT_NONE) {
+        size_t *open = grad ? R->open_grad : R->open;
+        if (open[storage])
+            return rec_fail(R, REMAT_EINTERNAL, "a storage was allocated twice without a free");
+        open[storage] = t->n_intervals + 1;
+    }
+    t->n_intervals++;
+    return 0;
+}
+
+static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
+{
+    recorder *R = ctx;
+    (void)cat;
+    (void)bytes;
+    size_t *open = grad ? R->open_grad : R->open;
+    if (storage == REMAT_NONE || !open[storage])
+        return rec_fail(R, REMAT_EINTERNAL, "a free without a matching allocation");
+    R->t->iv[open[storage] - 1].free = index;
+    open[storage] = 0;
+    return 0;
+}
+
+/* Records that step s reads tensor x (saved: a BWD step's saves). The
+ * storage's open interval owns the use. A tensor read twice by one op
+ * (mul(x, x)) is one use. */
+static int record_use(recorder *R, size_t s, uint32_t x, int saved)
+{
+    remat_trace *t = R->t;
+    uint32_t st = R->g->tensors[x].storage;
+    size_t iv = R->open[st];
+    if (!iv)
+        return 0; /* cannot happen for a valid step; the replay judged it */
+    if (t->n_uses && t->uses[t->n_uses - 1].step == s && R->use_iv[t->n_uses - 1] == iv - 1 &&
+        t->uses[t->n_uses - 1].tensor == x)
+        return 0;
+    if (!grow((void **)&t->uses, &R->use_cap, t->n_uses + 1, sizeof *t->uses) ||
+        !grow((void **)&R->use_iv, &R->use_iv_cap, t->n_uses + 1, sizeof *R->use_iv))
+        return rec_fail(R, REMAT_ENOMEM, "out of memory recording uses");
+    t->uses[t->n_uses] = (remat_trace_use){s, x, (uint8_t)saved};
+    R->use_iv[t->n_uses] = iv - 1;
+    t->n_uses++;
+    return 0;
+}
+
+static int on_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
+                   const uint64_t *hw_by_category)
+{
+    recorder *R = ctx;
+    remat_trace *t = R->t;
+    const remat_graph *g = R->g;
+    if (index != t->n_steps || index >= R->steps_cap)
+        return rec_fail(R, REMAT_EINTERNAL, "steps out of order");
+    remat_trace_step *st = &t->steps[index];
+    st->in = in;
+    st->high_water = high_water;
+    /* Kept to check the sweep's own figure against (see sweep). */
+    st->live_after = live_after;
+    st->flops = 0;
+    memcpy(t->hw + index * REMAT_CAT_COUNT, hw_by_category, REMAT_CAT_COUNT * sizeof *hw_by_category);
+    t->n_steps++;
+    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+        const remat_op *op = &g->ops[in.arg];
+        st->flops = op->flops;
+        t->n_recompute_steps += in.kind == REMAT_I_RECOMPUTE;
+        const uint32_t *inp = remat_op_inputs(g, op);
+        for (uint32_t i = 0; i < op->n_in; i++)
+            if (record_use(R, index, inp[i], 0))
+                return 1;
+    } else if (in.kind == REMAT_I_BWD) {
+        const remat_op *op = &g->ops[in.arg];
+        st->flops = op->bwd_flops;
+        if (t->first_bwd == REMAT_TRACE_END)
+            t->first_bwd = index;
+        const uint32_t *sv = remat_op_saves(g, op);
+        for (uint32_t i = 0; i < op->n_save; i++)
+            if (record_use(R, index, sv[i], 1))
+                return 1;
+    }
+    return 0;
+}
+
+/* ---- Checking and completing -------------------------------------------- */
+
+/* Sweeps the steps: checks the resident intervals against the replay's
+ * high-water composition and its live bytes after each step, and collects
+ * the transient remainder of each step as new intervals (into *tr, by
+ * step). */
+static remat_status sweep(remat_trace *t, remat_trace_interval **tr, size_t *n_tr, remat_err *err)
+{
+    const size_t n = t->n_steps, ni = t->n_intervals;
+    remat_status st = REMAT_OK;
+    size_t cap = 0;
+    *tr = NULL;
+    *n_tr = 0;
+    /* Intervals by free step (counting sort), to release them in the sweep. */
+    size_t *cnt = remat__array(n + 1, sizeof *cnt), *by_free = remat__array(ni ? ni : 1, sizeof *by_free);
+    if (!cnt || !by_free) {
+        st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
+        goto out;
+    }
+    for (size_t i = 0; i < ni; i++)
+        if (t->iv[i].free != REMAT_TRACE_END)
+            cnt[t->iv[i].free]++;
+    for (size_t s = 0, sum = 0; s <= n; s++) {
+        size_t c = cnt[s];
+        cnt[s] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < ni; i++)
+        if (t->iv[i].free != REMAT_TRACE_END)
+            by_free[cnt[t->iv[i].free]++] = i;
+    /* cnt[s] is now the end of step s's run in by_free. */
+    uint64_t cur[REMAT_CAT_COUNT] = {0};
+    size_t next = 0, fr = 0;
+    for (size_t s = 0; s < n; s++) {
+        for (; next < ni && t->iv[next].alloc == s; next++)
+            if (!remat_u64_add(cur[t->iv[next].category], t->iv[next].bytes, &cur[t->iv[next].category])) {
+                st = remat_err_set(err, REMAT_EOVERFLOW, "trace: live bytes exceed 2^64-1 at step %zu", s);
+                goto out;
+            }
+        const uint64_t *hw = t->hw + s * REMAT_CAT_COUNT;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++) {
+            if (hw[c] < cur[c]) {
+                st = remat_err_set(err, REMAT_EINTERNAL,
+                                   "trace: at step %zu the %s intervals hold %llu B but the replay counted %llu B", s,
+                                   remat_category_name((remat_category)c), (unsigned long long)cur[c],
+                                   (unsigned long long)hw[c]);
+                goto out;
+            }
+            if (hw[c] == cur[c])
+                continue;
+            if (!grow((void **)tr, &cap, *n_tr + 1, sizeof **tr)) {
+                st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
+                goto out;
+            }
+            remat_trace_interval *x = &(*tr)[(*n_tr)++];
+            memset(x, 0, sizeof *x);
+            x->storage = REMAT_NONE;
+            x->category = (uint8_t)c;
+            x->why = c == REMAT_CAT_WORKSPACE ? REMAT_TRACE_WHY_WORKSPACE : REMAT_TRACE_WHY_TRANSIENT;
+            x->bytes = hw[c] - cur[c];
+            x->alloc = x->free = s;
+        }
+        for (; fr < cnt[s]; fr++)
+            cur[t->iv[by_free[fr]].category] -= t->iv[by_free[fr]].bytes;
+        uint64_t live = 0;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++)
+            live += cur[c]; /* bounded by the high-water total, which fit */
+        if (live != t->steps[s].live_after) {
+            st = remat_err_set(err, REMAT_EINTERNAL,
+                               "trace: after step %zu the intervals hold %llu B but the replay reported %llu B live", s,
+                               (unsigned long long)live, (unsigned long long)t->steps[s].live_after);
+            goto out;
+        }
+    }
+    if (next != ni)
+        st = remat_err_set(err, REMAT_EINTERNAL, "trace: an interval starts after the last step");
+out:
+    remat__free(cnt);
+    remat__free(by_free);
+    return st;
+}
+
+/* Merges the transient intervals into the list (both by alloc step; at one
+ * step the resident ones first), re-points the uses and groups them by
+ * interval, in step order. */
+static remat_status finish(remat_trace *t, recorder *R, remat_trace_interval *tr, size_t n_tr, remat_err *err)
+{
+    size_t ni = t->n_intervals, total = ni + n_tr;
+    remat_trace_interval *iv = remat__array(total ? total : 1, sizeof *iv);
+    size_t *map = remat__array(ni ? ni : 1, sizeof *map);
+    size_t *cnt = remat__array(total + 1, sizeof *cnt);
+    remat_trace_use *uses = remat__array(t->n_uses ? t->n_uses : 1, sizeof *uses);
+    if (!iv || !map || !cnt || !uses) {
+        remat__free(iv);
+        remat__free(map);
+        remat__free(cnt);
+        remat__free(uses);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
+    }
+    size_t i = 0, j = 0, k = 0;
+    while (i < ni || j < n_tr) {
+        if (j == n_tr || (i < ni && t->iv[i].alloc <= tr[j].alloc)) {
+            map[i] = k;
+            iv[k++] = t->iv[i++];
+        } else {
+            iv[k++] = tr[j++];
+        }
+    }
+    for (size_t u = 0; u < t->n_uses; u++)
+        cnt[map[R->use_iv[u]]]++;
+    for (size_t x = 0, sum = 0; x < total; x++) {
+        iv[x].use_off = sum;
+        iv[x].n_uses = (uint32_t)cnt[x];
+        sum += cnt[x];
+        cnt[x] = iv[x].use_off;
+    }
+    for (size_t u = 0; u < t->n_uses; u++)
+        uses[cnt[map[R->use_iv[u]]]++] = t->uses[u];
+    remat__free(t->iv);
+    remat__free(t->uses);
+    t->iv = iv;
+    t->uses = uses;
+    t->n_intervals = total;
+    remat__free(map);
+    remat__free(cnt);
+    return REMAT_OK;
+}
+
+remat_status remat_trace_build(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
+                               remat_trace **out, remat_err *err)
+{
+    *out = NULL;
+    remat_err local;
+    remat_err_init(&local);
+    if (!err)
+        err = &local;
+    const remat_graph *g = a->g;
+    remat_trace *t = remat__calloc(1, sizeof *t);
+    recorder R;
+    memset(&R, 0, sizeof R);
+    R.a = a;
+    R.g = g;
+    R.t = t;
+    R.err = err;
+    R.steps_cap = s->n + 1;
+    size_t nt = g->n_tensors ? g->n_tensors : 1;
+    if (t) {
+        t->a = a;
+        t->first_bwd = REMAT_TRACE_END;
+        t->steps = remat__array(R.steps_cap, sizeof *t->steps);
+        t->hw = R.steps_cap <= SIZE_MAX / REMAT_CAT_COUNT
+                    ? remat__array(R.steps_cap * REMAT_CAT_COUNT, sizeof *t->hw)
+                    : NULL;
+    }
+    R.open = remat__array(nt, sizeof *R.open);
+    R.open_grad = remat__array(nt, sizeof *R.open_grad);
+    if (!t || !t->steps || !t->hw || !R.open || !R.open_grad) {
+        remat__free(R.open);
+        remat__free(R.open_grad);
+        remat_trace_destroy(t);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
+    }
+    remat_replay_observer obs = {&R, on_alloc, on_free, on_step};
+    remat_status st = remat_replay(a, s, extras, &obs, &t->replay, err);
+    if (st == REMAT_EINTERNAL && err->code != REMAT_EINTERNAL)
+        st = err->code; /* the recorder's own failure (ENOMEM) is in err */
+    if (st == REMAT_OK && !t->replay.valid)
+        st = REMAT_ESCHEDULE; /* err holds the replay's message: the instruction and why */
+    if (st == REMAT_OK && t->n_steps != s->n && t->n_steps != s->n + 1)
+        st = remat_err_set(err, REMAT_EINTERNAL, "trace: the replay reported %zu steps for %zu instructions",
+                           t->n_steps, s->n);
+    remat_trace_interval *tr = NULL;
+    size_t n_tr = 0;
+    if (st == REMAT_OK)
+        st = sweep(t, &tr, &n_tr, err);
+    if (st == REMAT_OK)
+        st = finish(t, &R, tr, n_tr, err);
+    if (st == REMAT_OK && t->first_bwd == REMAT_TRACE_END)
+        t->first_bwd = t->n_steps;
+    remat__free(tr);
+    remat__free(R.open);
+    remat__free(R.open_grad);
+    remat__free(R.use_iv);
+    if (st != REMAT_OK) {
+        remat_trace_destroy(t);
+        return st;
+    }
+    *out = t;
+    return REMAT_OK;
+}
+
+void remat_trace_destroy(remat_trace *t)
+{
+    if (!t)
+        return;
+    remat__free(t->steps);
+    remat__free(t->hw);
+    remat__free(t->iv);
+    remat__free(t->uses);
+    remat_replay_result_destroy(&t->replay);
+    remat__free(t);
+}
