@@ -25,6 +25,8 @@ static const struct {
      remat__strategy_revolve},
     {{"mincut", "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)"},
      remat__strategy_mincut},
+    {{"chain-dp", "Beaumont et al.'s optimal dynamic program over the chain of blocks: measured per-stage costs and bytes"},
+     remat__strategy_chain_dp},
 };
 #define N_STRATEGIES (sizeof strategies / sizeof strategies[0])
 

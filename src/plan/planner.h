@@ -63,6 +63,7 @@ remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_mincut(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_chain_dp(remat_planner *P, remat_plan *out);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);
