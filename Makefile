@@ -5,6 +5,7 @@
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
 #   make bench      benchmarks that print figures (never pass/fail on time)
+#   make fuzz       libFuzzer targets (clang) for FUZZ_SECONDS each (build-fuzz/)
 #   make demo       compare strategies and plan the bundled transformer at 16 MiB
 #   make install    PREFIX=/usr/local DESTDIR=
 #
@@ -43,7 +44,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_LIB:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check test sanitize valgrind bench demo install uninstall clean deps
+.PHONY: all check test sanitize valgrind bench fuzz demo install uninstall clean deps
 
 all: $(BUILD)/remat $(BUILD)/libremat.a
 
@@ -111,6 +112,30 @@ valgrind: deps
 bench: deps
 	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
 	$(BUILD)/bench_remat $(BUILD)/remat
+
+# Fuzzing: the graph loader (with analysis, policy, replay, reports, tracer
+# and planners) and the plan reader, under ASan + UBSan, each for
+# FUZZ_SECONDS. The seeds are tests/fuzz/corpus/*; what the fuzzer finds
+# goes to build-fuzz/corpus/* (not committed) and crashes to build-fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS := graph plan
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(BUILD)/libremat.a $(LDLIBS)
+
+fuzz: deps
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "make fuzz: $(FUZZ_CC) not found (sh scripts/install-deps.sh installs it)" >&2; exit 1; }
+	$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) WARN="$(WARN) -Wno-error" \
+		OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" LDFLAGS="$(FUZZ_SAN)" \
+		$(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p build-fuzz/corpus/$$t && \
+		build-fuzz/fuzz_$$t build-fuzz/corpus/$$t tests/fuzz/corpus/$$t -dict=tests/fuzz/remat.dict \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=20 -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix=build-fuzz/ || exit 1; \
+	done
 
 # The main job on a bundled graph: every strategy side by side at a 16 MiB
 # device budget, then the automatic plan, written and proved by numeric replay.

@@ -593,7 +593,12 @@ static char *rgraph_json(const rgraph *m)
         } else {
             sb_printf(&b, ",\"bytes\":%llu,\"flops\":%u", (unsigned long long)m->bytes[m->out[k][0]], 3 * k + 2);
         }
-        if (m->saves_given[k]) {
+        /* A view op's default saves are none (graphs/README.md); the
+         * model's default is the distinct inputs, so write them out. */
+        int all_views = 1;
+        for (uint32_t o = 0; o < m->n_out[k]; o++)
+            all_views &= m->alias[m->out[k][o]] != NONE;
+        if (m->saves_given[k] || all_views) {
             sb_printf(&b, ",\"saves\":");
             sb_ids(&b, m, m->save[k], m->n_save[k]);
         }

@@ -1,8 +1,11 @@
 /*
  * graph_store.h - what a loaded graph owns behind remat_graph.internal_.
  *
- * Strings live in a chunked arena that is freed in one go; id lookups use two
- * string maps whose keys point into that arena.
+ * Strings and small arrays live in a chunked arena that is freed in one go;
+ * id lookups use two string maps whose keys point into that arena. The three
+ * big arrays (g->tensors, g->ops, g->refs) are separate heap blocks, because
+ * the stream driver grows them while it reads (remat_graph_destroy frees
+ * them).
  */
 #ifndef REMAT_GRAPH_STORE_H
 #define REMAT_GRAPH_STORE_H

@@ -7,9 +7,9 @@
  * strings "KIND id" split at the first space, so ids may contain spaces.
  */
 #include "graph_store.h"
+#include "json_glue.h"
 #include "remat/schedule.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,10 +102,12 @@ static remat_status load(const remat_graph *g, const cJSON *root, const char *so
         return pfail(err, source, "graph.name", "must be a string");
     if (!cJSON_IsString(gfp))
         return pfail(err, source, "graph.fingerprint", "must be a hex string");
-    char *end = NULL;
-    unsigned long long fp = strtoull(gfp->valuestring, &end, 16);
-    if (!*gfp->valuestring || *end)
+    /* Hex digits only: strtoull alone would also take a sign ("-1" is
+     * 2^64-1), leading spaces and "0x". */
+    size_t nhex = strspn(gfp->valuestring, "0123456789abcdefABCDEF");
+    if (nhex == 0 || nhex > 16 || gfp->valuestring[nhex])
         return pfail(err, source, "graph.fingerprint", "must be a hex string");
+    unsigned long long fp = strtoull(gfp->valuestring, NULL, 16);
     if (fp != g->fingerprint)
         return pfail(err, source, "graph",
                      "this plan was made for graph '%.80s' (fingerprint %016llx), not for graph '%.80s' "
@@ -146,7 +148,7 @@ static remat_status load(const remat_graph *g, const cJSON *root, const char *so
             remat_err_init(&e2);
             if (remat_parse_bytes(bytes->valuestring, "budget.bytes", &p->budget, &e2) != REMAT_OK)
                 return pfail(err, source, "budget.bytes", "%s", e2.msg);
-        } else if (cJSON_IsNumber(bytes) && bytes->valuedouble >= 0 && bytes->valuedouble <= 9007199254740992.0 &&
+        } else if (cJSON_IsNumber(bytes) && bytes->valuedouble >= 0 && bytes->valuedouble < 9007199254740992.0 &&
                    bytes->valuedouble == floor(bytes->valuedouble)) {
             p->budget = (uint64_t)bytes->valuedouble;
         } else {
@@ -194,17 +196,14 @@ remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t
     if (!source)
         source = "<plan>";
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    cJSON *root = remat__json_parse(text, len, &end);
     if (!root) {
-        int line = 1, col = 1;
-        for (const char *q = text; end && q < end && q < text + len; q++) {
-            if (*q == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+        /* cJSON fails the same way when an allocation fails: that is out of
+         * memory, not bad input (the graph loader does the same). */
+        if (remat__json_alloc_failed())
+            return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
+        int line, col;
+        remat__json_line_col(text, len, end, &line, &col);
         return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
     }
     remat_err local;

@@ -2,14 +2,16 @@
  * store.c - the arena that owns a graph's strings and small arrays.
  *
  * A 10^6-op graph has millions of short ids; one malloc each would double the
- * loader's memory. Chunks of 1 MiB (or one exactly-sized chunk for a large
- * request) hold them, and the whole arena goes with remat_graph_destroy.
+ * loader's memory. Chunks hold them (or one exactly-sized chunk for a large
+ * request), and the whole arena goes with remat_graph_destroy. Chunks start
+ * at 16 KiB and double up to 1 MiB, so a small graph costs little.
  */
 #include "graph_store.h"
 
 #include <string.h>
 
 #define CHUNK_SIZE ((size_t)1 << 20)
+#define CHUNK_FIRST ((size_t)1 << 14)
 
 void *remat__store_alloc(remat_graph_store *st, size_t count, size_t size)
 {
@@ -20,7 +22,11 @@ void *remat__store_alloc(remat_graph_store *st, size_t count, size_t size)
         n = 8;
     remat_chunk *c = st->chunks;
     if (!c || c->cap - c->used < n) {
-        size_t cap = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
+        size_t cap = c ? c->cap * 2 : CHUNK_FIRST;
+        if (cap > CHUNK_SIZE)
+            cap = CHUNK_SIZE;
+        if (n > cap / 4)
+            cap = n;
         remat_chunk *nc = remat__malloc(sizeof *nc + cap);
         if (!nc)
             return NULL;

@@ -9,9 +9,12 @@
 #include "util_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void remat_buf_init(remat_buf *b)
@@ -93,6 +96,12 @@ void remat_buf_printf(remat_buf *b, const char *fmt, ...)
 void remat_buf_json_str(remat_buf *b, const char *s)
 {
     remat_buf_putn(b, "\"", 1);
+    remat_buf_json_chars(b, s);
+    remat_buf_putn(b, "\"", 1);
+}
+
+void remat_buf_json_chars(remat_buf *b, const char *s)
+{
     const char *run = s;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         const char *esc = NULL;
@@ -116,7 +125,6 @@ void remat_buf_json_str(remat_buf *b, const char *s)
         }
     }
     remat_buf_puts(b, run);
-    remat_buf_putn(b, "\"", 1);
 }
 
 remat_status remat__read_file(const char *path, char **out, size_t *len, remat_err *err)
@@ -157,6 +165,32 @@ remat_status remat__read_file(const char *path, char **out, size_t *len, remat_e
     return REMAT_OK;
 }
 
+/* Creates path's temporary sibling "path.tmp.XXXXXX" exclusively. mkstemp
+ * would make it 0600, and rename would give the output that mode; opened
+ * with 0666 the file gets what the umask allows, like any file the user's
+ * tools create. The name's letters come from the clock, the process and a
+ * counter; a name that exists already is just tried again. */
+static int create_temp(char *tmp, size_t plen)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        x = remat__fnv1a(x, &attempt, sizeof attempt);
+        uint64_t r = x;
+        memcpy(tmp + plen, ".tmp.", 5);
+        for (int i = 0; i < 6; i++, r /= 62)
+            tmp[plen + 5 + i] = letters[r % 62];
+        tmp[plen + 11] = '\0';
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
 remat_status remat__write_file_atomic(const char *path, const char *data, size_t len, remat_err *err)
 {
     if (strcmp(path, "-") == 0) {
@@ -169,15 +203,20 @@ remat_status remat__write_file_atomic(const char *path, const char *data, size_t
     if (!tmp)
         return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory", path);
     memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    int fd = create_temp(tmp, plen);
     if (fd < 0) {
         remat_status st = remat_err_set(err, REMAT_EIO, "%s: cannot create temporary file: %s", path, strerror(errno));
         remat__free(tmp);
         return st;
     }
+    /* Replacing a file keeps its permissions (and the umask does not apply
+     * to them, so fchmod rather than the mode given to open). */
+    struct stat old;
+    int ok = 1;
+    if (stat(path, &old) == 0 && S_ISREG(old.st_mode))
+        ok = fchmod(fd, old.st_mode & 07777) == 0;
     size_t done = 0;
-    while (done < len) {
+    while (ok && done < len) {
         ssize_t w = write(fd, data + done, len - done);
         if (w < 0) {
             if (errno == EINTR)
@@ -186,7 +225,7 @@ remat_status remat__write_file_atomic(const char *path, const char *data, size_t
         }
         done += (size_t)w;
     }
-    int ok = done == len && fsync(fd) == 0;
+    ok = ok && done == len && fsync(fd) == 0;
     int saved = errno;
     if (close(fd) != 0)
         ok = 0;

@@ -47,6 +47,9 @@ void remat_buf_printf(remat_buf *b, const char *fmt, ...)
     ;
 /* Appends s as a JSON string literal, quotes included. */
 void remat_buf_json_str(remat_buf *b, const char *s);
+/* Appends s escaped for the inside of a JSON string literal (no quotes), so
+ * that a string can be built from parts of any length. */
+void remat_buf_json_chars(remat_buf *b, const char *s);
 
 /* Writes data to path atomically: a temporary file beside it, fsync'd and
  * renamed over path, so a failed run never leaves a truncated file. path "-"
@@ -62,16 +65,26 @@ uint64_t remat__fnv1a(uint64_t h, const void *data, size_t n);
 #define REMAT_FNV_OFFSET 0xcbf29ce484222325ULL
 
 /* Open-addressing string -> uint32 index (for id lookup). Keys are borrowed:
- * they must outlive the map. */
+ * they must outlive the map. A slot keeps 32 bits of its key's hash beside
+ * the key and the value, so a probe reads one cache line and rarely calls
+ * strcmp on a mismatch. */
 typedef struct {
-    const char **keys;
-    uint32_t *vals;
+    const char *key; /* NULL: empty */
+    uint32_t tag;
+    uint32_t val;
+} remat_strmap_slot;
+
+typedef struct {
+    remat_strmap_slot *slots;
     size_t cap; /* power of two */
     size_t count;
 } remat_strmap;
 
 remat_status remat_strmap_init(remat_strmap *m, size_t expected);
 void remat_strmap_destroy(remat_strmap *m);
+/* A hint that key is about to be looked up or inserted: starts loading its
+ * slot, so that several lookups' cache misses overlap instead of queueing. */
+void remat_strmap_prefetch(const remat_strmap *m, const char *key);
 /* Returns 1 and sets *val if found, 0 otherwise. */
 int remat_strmap_get(const remat_strmap *m, const char *key, uint32_t *val);
 /* Inserts; returns REMAT_OK, or REMAT_EINVAL if key is present (*val set to
