@@ -26,6 +26,12 @@
 extern "C" {
 #endif
 
+/* What a budget caps (issue 11): the logical peak the executor measures,
+ * or the arena of a static offset plan of the schedule (remat/alloc.h:
+ * every allocation at a fixed offset, intervals alive together never
+ * sharing a byte), which is never below the logical peak. */
+typedef enum { REMAT_BUDGET_MODE_LOGICAL, REMAT_BUDGET_MODE_ARENA } remat_budget_mode;
+
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
     remat_budget_kind budget_kind; /* NONE: the strategy's unconstrained choice */
@@ -37,6 +43,8 @@ typedef struct remat_plan_options {
     uint32_t dp_slots;             /* chain-dp: number of memory slots when dp_step is 0 (0 = default) */
     double time_limit;             /* exact: seconds (0 = default) */
     const char *never_recompute;   /* mincut: comma-separated op types never recomputed (NULL = default) */
+    const char *dtr_score;         /* dtr: eviction score "h_dtr", "eq" or "local"; NULL or "best" = try all three */
+    remat_budget_mode budget_mode; /* LOGICAL (default) or ARENA: the budget caps the static arena */
 } remat_plan_options;
 
 void remat_plan_options_init(remat_plan_options *o);

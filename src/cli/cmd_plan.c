@@ -7,12 +7,14 @@
 #include "cli.h"
 #include "ledger_opts.h"
 #include "remat/plan.h"
+#include "remat/alloc.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER };
+enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER, OPT_DTR_SCORE,
+       OPT_BUDGET_MODE /* issue 11 */ };
 
 static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out)
 {
@@ -56,6 +58,20 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
         return REMAT_EXIT_OK;
     }
     case OPT_NEVER: o->never_recompute = arg; return REMAT_EXIT_OK;
+    case OPT_DTR_SCORE: /* dtr's eviction score; checked against the list here so a typo is a usage error */
+        if (strcmp(arg, "h_dtr") != 0 && strcmp(arg, "eq") != 0 && strcmp(arg, "local") != 0 &&
+            strcmp(arg, "best") != 0)
+            return remat_cli_usage_error(cmd, "--dtr-score: '%s' is not one of h_dtr, eq, local, best", arg);
+        o->dtr_score = arg;
+        return REMAT_EXIT_OK;
+    case OPT_BUDGET_MODE: /* issue 11: what the budget caps, the logical peak or the static arena */
+        if (strcmp(arg, "logical") == 0)
+            o->budget_mode = REMAT_BUDGET_MODE_LOGICAL;
+        else if (strcmp(arg, "arena") == 0)
+            o->budget_mode = REMAT_BUDGET_MODE_ARENA;
+        else
+            return remat_cli_usage_error(cmd, "--budget-mode: '%s' is not one of logical, arena", arg);
+        return REMAT_EXIT_OK;
     }
     return -1;
 }
@@ -69,7 +85,9 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     {"dp-step", required_argument, NULL, OPT_DPSTEP},                   \
     {"dp-slots", required_argument, NULL, OPT_DPSLOTS},                 \
     {"time-limit", required_argument, NULL, OPT_TIME},                  \
-    {"never-recompute", required_argument, NULL, OPT_NEVER}
+    {"never-recompute", required_argument, NULL, OPT_NEVER},            \
+    {"dtr-score", required_argument, NULL, OPT_DTR_SCORE},              \
+    {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE}
 
 int cmd_plan(int argc, char **argv)
 {
@@ -111,6 +129,8 @@ int cmd_plan(int argc, char **argv)
                 printf("  %-12s %s\n", si[i].name, si[i].summary);
             printf("\n--budget caps the total peak (every category); --activation-budget caps activations,\n"
                    "recomputed activations, activation gradients and workspace only.\n");
+            printf("--budget-mode arena makes the budget cap the arena of a static offset plan of the schedule\n"
+                   "(remat alloc; never below the logical peak) instead of the logical peak.\n");
             return REMAT_EXIT_OK;
         }
         default: return remat_cli_usage_error("plan", "bad option");
@@ -135,13 +155,25 @@ int cmd_plan(int argc, char **argv)
     remat_plan plan;
     remat_replay_result r;
     remat_status st = remat_plan_make(a, &o, &plan, &r, &err);
+    /* Arena mode (issue 11): report the arena the budget was judged by. */
+    const int arena_mode = o.budget_mode == REMAT_BUDGET_MODE_ARENA && o.budget_kind != REMAT_BUDGET_NONE;
+    uint64_t arena = 0;
+    if (st == REMAT_OK && arena_mode) {
+        remat_replay_result r2;
+        st = remat_alloc_arena(a, &plan.schedule, &o.extras, remat_alloc_mask_for(o.budget_kind), &r2, &arena, &err);
+        remat_replay_result_destroy(&r2);
+    }
     if (st != REMAT_OK) {
         rc = remat_cli_fail(&err);
+        /* An infeasible budget leaves the strategy's best effort with us. */
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
     } else {
         size_t len;
         char *text = NULL;
         if (out) {
-            text = remat_report_plan(a, &plan, &r, &len, &err);
+            /* The plan file carries the static plan's offsets (issue 11). */
+            text = remat_report_plan_with_offsets(a, &plan, &r, &o.extras, NULL, &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }
@@ -160,6 +192,8 @@ int cmd_plan(int argc, char **argv)
                     printf("{\"kind\": \"%s\", \"bytes\": %llu}",
                            o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
                            (unsigned long long)o.budget);
+                if (arena_mode)
+                    printf(",\n \"budget_mode\": \"arena\", \"arena_bytes\": %llu", (unsigned long long)arena);
                 printf(",\n \"replay\": %s}\n", text);
             } else {
                 char b[64];
@@ -167,6 +201,9 @@ int cmd_plan(int argc, char **argv)
                 if (o.budget_kind != REMAT_BUDGET_NONE)
                     printf("budget (%s) %s: met\n", o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
                            remat_format_bytes(o.budget, b, sizeof b));
+                if (arena_mode)
+                    printf("arena       %s (static offset plan; the budget caps it)\n",
+                           remat_format_bytes(arena, b, sizeof b));
                 fputs(text, stdout);
                 if (out)
                     printf("plan written to %s\n", out);

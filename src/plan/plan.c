@@ -3,6 +3,7 @@
  * through which every plan leaves: replayed, checked against the budget.
  */
 #include "planner.h"
+#include "remat/alloc.h"
 #include "../util/util_internal.h"
 
 #include <stdarg.h>
@@ -23,10 +24,15 @@ static const struct {
      remat__strategy_chen_greedy},
     {{"revolve", "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget"},
      remat__strategy_revolve},
-    {{"mincut", "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)"},
-     remat__strategy_mincut},
     {{"chain-dp", "Beaumont et al.'s optimal dynamic program over the chain of blocks: measured per-stage costs and bytes"},
      remat__strategy_chain_dp},
+    {{"mincut", "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)"},
+     remat__strategy_mincut},
+    {{"exact", "Checkmate-style mixed-integer program (GLPK): least extra FLOPs within the budget, with a time limit"},
+     remat__strategy_exact},
+    {{"dtr", "Kirisame et al.'s dynamic tensor rematerialization: replay under the budget, evict the lowest score, "
+             "rebuild on demand"},
+     remat__strategy_dtr},
 };
 #define N_STRATEGIES (sizeof strategies / sizeof strategies[0])
 
@@ -93,7 +99,12 @@ remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, rem
     remat_err_init(&local);
     memset(e, 0, sizeof *e);
     P->evaluations++;
-    remat_status st = remat_replay(P->a, s, &P->o->extras, NULL, &r, &local);
+    /* Arena mode (issue 11) judges the static arena too; the logical mode's
+     * path is the plain replay, unchanged. */
+    remat_status st = P->o->budget_mode == REMAT_BUDGET_MODE_ARENA && P->o->budget_kind != REMAT_BUDGET_NONE
+                          ? remat_alloc_arena(P->a, s, &P->o->extras, remat_alloc_mask_for(P->o->budget_kind), &r,
+                                              &e->arena, &local)
+                          : remat_replay(P->a, s, &P->o->extras, NULL, &r, &local);
     if (st != REMAT_OK) {
         remat_err_set(P->err, st, "%s", local.msg);
         return st;
@@ -120,9 +131,20 @@ remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval 
     return remat__eval_schedule(P, &P->scratch, e);
 }
 
+/* What the budget caps: the logical metric, or the static arena in arena
+ * mode (issue 11). A candidate judged without remat__eval_schedule has no
+ * arena (0): its metric, a lower bound of the arena, stands in, and
+ * remat_plan_make's own check of the final plan keeps the promise. */
+static uint64_t budgeted(const remat_planner *P, const remat_eval *e)
+{
+    if (P->o->budget_mode != REMAT_BUDGET_MODE_ARENA || P->o->budget_kind == REMAT_BUDGET_NONE)
+        return e->metric;
+    return e->arena > e->metric ? e->arena : e->metric;
+}
+
 int remat__fits(const remat_planner *P, const remat_eval *e)
 {
-    return e->valid && (P->o->budget_kind == REMAT_BUDGET_NONE || e->metric <= P->o->budget);
+    return e->valid && (P->o->budget_kind == REMAT_BUDGET_NONE || budgeted(P, e) <= P->o->budget);
 }
 
 int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y)
@@ -137,10 +159,10 @@ int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval 
     if (fx) {
         if (x->extra_flops != y->extra_flops)
             return x->extra_flops < y->extra_flops;
-        return x->metric < y->metric;
+        return budgeted(P, x) < budgeted(P, y);
     }
-    if (x->metric != y->metric)
-        return x->metric < y->metric;
+    if (budgeted(P, x) != budgeted(P, y))
+        return budgeted(P, x) < budgeted(P, y);
     return x->extra_flops < y->extra_flops;
 }
 
@@ -184,8 +206,14 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
         remat_status pst = remat_schedule_from_keep(a, out->keep, &out->schedule, err);
         st = pst;
     }
+    /* Arena mode (issue 11): the budget caps the static arena of the plan's
+     * schedule, computed from the same replay. */
+    const int arena_mode = o->budget_mode == REMAT_BUDGET_MODE_ARENA && o->budget_kind != REMAT_BUDGET_NONE;
+    uint64_t arena = 0;
     if (st == REMAT_OK)
-        st = remat_replay(a, &out->schedule, &o->extras, NULL, r, err);
+        st = arena_mode ? remat_alloc_arena(a, &out->schedule, &o->extras, remat_alloc_mask_for(o->budget_kind), r,
+                                            &arena, err)
+                        : remat_replay(a, &out->schedule, &o->extras, NULL, r, err);
     if (st == REMAT_OK && !r->valid) {
         /* A strategy emitted a schedule the executor rejects: a bug. */
         st = REMAT_EINTERNAL;
@@ -197,7 +225,16 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
     }
     if (st == REMAT_OK && o->budget_kind != REMAT_BUDGET_NONE) {
         uint64_t m = o->budget_kind == REMAT_BUDGET_ACTIVATION ? r->activation_peak : r->peak_bytes;
-        if (m > o->budget) {
+        if (arena_mode && arena > o->budget) {
+            char b1[64], b2[64], b3[64];
+            st = remat_err_set(err, REMAT_EINFEASIBLE,
+                               "strategy %s cannot meet the %s budget of %s in arena mode: the smallest static arena "
+                               "it reaches on this graph is %s (its logical %s is %s)",
+                               name, o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
+                               remat_format_bytes(o->budget, b1, sizeof b1), remat_format_bytes(arena, b2, sizeof b2),
+                               o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak" : "peak",
+                               remat_format_bytes(m, b3, sizeof b3));
+        } else if (m > o->budget) {
             char b1[64], b2[64];
             st = remat_err_set(err, REMAT_EINFEASIBLE,
                                "strategy %s cannot meet the %s budget of %s: the smallest %s it reaches on this "

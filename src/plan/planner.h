@@ -24,6 +24,8 @@ typedef struct remat_eval {
     uint64_t peak;
     uint64_t metric;
     uint64_t extra_flops;
+    uint64_t arena; /* --budget-mode arena only: the static arena over the budget's categories
+                     * (what fits and better judge then); metric stays the logical figure */
 } remat_eval;
 
 /* Builds the default-policy schedule of keep and replays it. A policy
@@ -64,6 +66,8 @@ remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_mincut(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_chain_dp(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_exact(remat_planner *P, remat_plan *out);
+remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);

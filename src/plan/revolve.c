@@ -24,7 +24,8 @@
  *
  * The slot count comes from the budget: the s whose replayed plan is best
  * (every s on chains of up to 64 blocks, else a binary search for the
- * largest s that fits; the replay judges every probe).
+ * largest s that fits, from the smallest s whose schedule has a sane length;
+ * the replay judges every probe).
  */
 #include "planner.h"
 #include "../util/util_internal.h"
@@ -221,13 +222,24 @@ static remat_status release(rv *R, uint32_t j)
     return remat__builder_free(&R->B, x);
 }
 
-static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
+/* Reverses blocks a..b-1 with s slots. The split case is written as
+ * recursion in the papers: advance m, reverse the right part with s-1 slots,
+ * release, reverse the left part with s slots. Here the right part is a
+ * pushed frame and the left part reuses the frame (a tail call), so the
+ * depth is at most s and lives on the heap: with s near the block count a
+ * 10^5-block chain would otherwise recurse 10^5 deep and overflow the stack. */
+typedef struct {
+    uint32_t a, b, m;
+    uint64_t s;
+    int right_done; /* the right part of the split is reversed */
+} rev_frame;
+
+static remat_status rev_leaf(rv *R, uint32_t a, uint32_t b, uint64_t s)
 {
     remat_status st;
-    uint32_t l = b - a;
-    if (l == 1)
+    if (b - a == 1)
         return reverse_block(R, a);
-    if (s >= l) {
+    if (s >= b - a) {
         /* Enough slots for every boundary: one sweep, then reverse. */
         for (uint32_t j = a; j + 1 < b; j++) {
             if ((st = advance(R, j, j + 1)) != REMAT_OK)
@@ -242,26 +254,53 @@ static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
         }
         return REMAT_OK;
     }
-    if (s <= 1) {
-        for (uint32_t j = b; j-- > a;) {
-            if (j > a && (st = advance(R, a, j)) != REMAT_OK)
-                return st;
-            if ((st = reverse_block(R, j)) != REMAT_OK)
-                return st;
-            if (j > a && (st = release(R, j)) != REMAT_OK)
-                return st;
-        }
-        return REMAT_OK;
+    /* s <= 1 */
+    for (uint32_t j = b; j-- > a;) {
+        if (j > a && (st = advance(R, a, j)) != REMAT_OK)
+            return st;
+        if ((st = reverse_block(R, j)) != REMAT_OK)
+            return st;
+        if (j > a && (st = release(R, j)) != REMAT_OK)
+            return st;
     }
-    uint32_t m = (uint32_t)split(l, s);
-    if ((st = advance(R, a, a + m)) != REMAT_OK)
-        return st;
-    pin(R, a + m, 1);
-    if ((st = rev(R, a + m, b, s - 1)) != REMAT_OK)
-        return st;
-    if ((st = release(R, a + m)) != REMAT_OK)
-        return st;
-    return rev(R, a, a + m, s);
+    return REMAT_OK;
+}
+
+static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
+{
+    uint64_t cap = (s < b - a ? s : b - a) + 1;
+    rev_frame *stack = remat__array((size_t)cap, sizeof *stack);
+    if (!stack)
+        return remat_err_set(R->B.err, REMAT_ENOMEM, "out of memory building the schedule");
+    size_t depth = 1;
+    stack[0] = (rev_frame){a, b, 0, s, 0};
+    remat_status st = REMAT_OK;
+    while (depth > 0 && st == REMAT_OK) {
+        rev_frame *f = &stack[depth - 1];
+        uint32_t l = f->b - f->a;
+        if (f->right_done) {
+            /* Release x_{a+m}, then reverse the left part with s slots. */
+            if ((st = release(R, f->a + f->m)) != REMAT_OK)
+                break;
+            f->b = f->a + f->m;
+            f->right_done = 0;
+            continue;
+        }
+        if (l == 1 || f->s >= l || f->s <= 1) {
+            st = rev_leaf(R, f->a, f->b, f->s);
+            depth--;
+            continue;
+        }
+        f->m = (uint32_t)split(l, f->s);
+        if ((st = advance(R, f->a, f->a + f->m)) != REMAT_OK)
+            break;
+        pin(R, f->a + f->m, 1);
+        f->right_done = 1;
+        /* s - 1 >= 1 slots for at least one block: depth stays below cap. */
+        stack[depth++] = (rev_frame){f->a + f->m, f->b, 0, f->s - 1, 0};
+    }
+    remat__free(stack);
+    return st;
 }
 
 /* Builds the Revolve schedule with s slots into out. */
@@ -289,6 +328,19 @@ remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks
     return st;
 }
 
+/* With few slots on a long chain the advances grow like l^2 (s = 1 makes
+ * l(l-1)/2: 5*10^9 on 10^5 blocks, a schedule of tens of gigabytes that no
+ * one could run). The search never builds one whose advances exceed this
+ * bound: it starts at the smallest slot count that stays within it. */
+static uint64_t min_slots(uint64_t l)
+{
+    uint64_t limit = l * 4 > ((uint64_t)1 << 24) ? l * 4 : ((uint64_t)1 << 24);
+    uint64_t s = 1;
+    while (s < l && remat__revolve_min_advances(l, s) > limit)
+        s++;
+    return s;
+}
+
 remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
 {
     const remat_analysis *a = P->a;
@@ -307,7 +359,7 @@ remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
      * binary-search the largest s that fits (peaks grow with s in practice;
      * the replay still judges the answer). */
     uint64_t lo = 1, hi = bl.n, best = 1;
-    remat_eval e, be = {0, 0, 0, 0};
+    remat_eval e, be = {0};
     remat_schedule_clear(&P->scratch);
     if (P->o->budget_kind == REMAT_BUDGET_NONE) {
         best = hi;
@@ -323,6 +375,7 @@ remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
             }
         }
     } else {
+        best = lo = min_slots(bl.n);
         while (lo <= hi && st == REMAT_OK) {
             uint64_t mid = lo + (hi - lo) / 2;
             remat_schedule_clear(&P->scratch);

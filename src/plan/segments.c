@@ -176,7 +176,7 @@ remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out)
         }
     if (lo == UINT64_MAX)
         lo = total = 1;
-    remat_eval best = {0, 0, 0, 0};
+    remat_eval best = {0};
     uint64_t prev_sig = 0;
     uint32_t best_cuts = 0, tried = 0;
     const int steps = 64;

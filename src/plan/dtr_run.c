@@ -1,0 +1,651 @@
+/*
+ * dtr_run.c - one DTR replay: the store-all step under a memory limit,
+ * emitting the schedule it performs (the design is in dtr.c).
+ *
+ * The accounting mirrors replay.c rule for rule, because the executor will
+ * judge what we emit and dtr.c checks that both agree on the peak: leaves
+ * and the ledger's extras (a step-long library workspace among them, in the
+ * workspace category) are resident throughout; FWD and RECOMPUTE
+ * allocate their non-resident outputs that own storage, plus workspace, for
+ * the step; BWD allocates the loss's gradient seed (first BWD only) and the
+ * gradients of its differentiable inputs that do not exist yet, plus its
+ * workspace, and frees its outputs' gradients afterwards; FREE releases a
+ * storage when its last resident member goes. Only the categories the
+ * budget caps count toward the limit (all of them for --budget).
+ *
+ * A step runs as a stack of frames: the top frame's first missing
+ * requirement pushes a RECOMPUTE frame for its producer, and a frame whose
+ * requirements are all resident runs its instruction. Frames lock their
+ * requirements and their op's outputs from the moment they are pushed, so
+ * what a pending frame needs is never evicted and every frame completes; the
+ * depth is bounded by the longest path in the graph (each pushed op is a
+ * strict ancestor of the frame below).
+ */
+#include "dtr_internal.h"
+#include "../util/util_internal.h"
+
+#include <string.h>
+
+/* Abandon a run past this many work units per tensor, op and ref: that is
+ * recomputation without end (thrashing), not planning. */
+#define DTR_WORK_FACTOR 1024u
+
+/* ------------------------------------------------------------ static tables */
+
+static uint32_t later(uint32_t x, uint32_t y)
+{
+    if (x == REMAT_NONE)
+        return y;
+    if (y == REMAT_NONE)
+        return x;
+    return x > y ? x : y;
+}
+
+/* need_end, consumers first: rebuilding an output of a recomputable
+ * consumer reads t, so t is needed as long as that output may be. */
+static void compute_need_end(remat_dtr_static *S)
+{
+    const remat_analysis *a = S->a;
+    const remat_graph *g = S->g;
+    for (uint32_t i = g->n_ops; i-- > 0;) {
+        const remat_op *op = &g->ops[a->order[i]];
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t j = 0; j < op->n_out; j++) {
+            uint32_t t = out[j], ne = later(a->life[t].last_fwd_use, a->life[t].last_bwd_use);
+            for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
+                const remat_op *cop = &g->ops[a->cons[c]];
+                if (!cop->recomputable)
+                    continue;
+                const uint32_t *cout = remat_op_outputs(g, cop);
+                for (uint32_t m = 0; m < cop->n_out; m++)
+                    ne = later(ne, S->need_end[cout[m]]);
+            }
+            S->need_end[t] = later(ne, i); /* never read: banished after its own step */
+        }
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION)
+            S->end_off[S->need_end[t] + 1]++;
+    for (uint32_t s = 0; s < a->n_steps; s++)
+        S->end_off[s + 1] += S->end_off[s];
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION)
+            S->end_list[S->end_off[S->need_end[t]]++] = t;
+    /* The fill advanced each bucket's start to the next one's: shift back. */
+    for (uint32_t s = a->n_steps; s > 0; s--)
+        S->end_off[s] = S->end_off[s - 1];
+    S->end_off[0] = 0;
+}
+
+/* Views per storage, and which storages each mode may evict. */
+static void compute_evictable(remat_dtr_static *S)
+{
+    const remat_analysis *a = S->a;
+    const remat_graph *g = S->g;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        int act = T->kind == REMAT_TENSOR_ACTIVATION;
+        if (act && T->storage != t)
+            S->view_off[T->storage + 1]++;
+        S->rebuildable[t] = act && g->ops[T->producer].recomputable;
+        S->cost[t] = act ? (double)g->ops[T->producer].flops : 0;
+        S->evictable[t] = S->rebuildable[t] && T->storage == t && T->bytes > 0;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        S->view_off[t + 1] += S->view_off[t];
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        if (T->kind == REMAT_TENSOR_ACTIVATION && T->storage != t) {
+            S->views[S->view_off[T->storage]++] = t;
+            if (!S->rebuildable[t])
+                S->evictable[T->storage] = 0;
+        }
+    }
+    for (uint32_t t = g->n_tensors; t > 0; t--)
+        S->view_off[t] = S->view_off[t - 1];
+    S->view_off[0] = 0;
+    /* Release mode: descendants of fixed outputs through recomputable ops
+     * (one pass in forward order) are never evicted. */
+    uint8_t *tainted = S->evictable_release; /* tainted first, then inverted */
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const remat_op *op = &g->ops[a->order[i]];
+        const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+        uint8_t t = !op->recomputable && op->n_out > 0;
+        S->has_fixed |= t;
+        for (uint32_t j = 0; j < op->n_in && !t; j++)
+            t = tainted[in[j]];
+        for (uint32_t j = 0; j < op->n_out; j++)
+            tainted[out[j]] = t;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        uint8_t any = tainted[t];
+        for (uint32_t i = S->view_off[t]; i < S->view_off[t + 1]; i++)
+            any |= tainted[S->views[i]];
+        tainted[t] = any;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        S->evictable_release[t] = S->evictable[t] && !tainted[t];
+}
+
+remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_options *o, remat_dtr_static *S,
+                                     remat_err *err)
+{
+    const remat_graph *g = a->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1;
+    memset(S, 0, sizeof *S);
+    S->a = a;
+    S->g = g;
+    S->kind = o->budget_kind;
+    S->x = &o->extras;
+    S->need_end = remat__array(nt, sizeof *S->need_end);
+    S->end_off = remat__array((size_t)a->n_steps + 1, sizeof *S->end_off);
+    S->end_list = remat__array(nt, sizeof *S->end_list);
+    S->view_off = remat__array(nt + 1, sizeof *S->view_off);
+    S->views = remat__array(nt, sizeof *S->views);
+    S->evictable = remat__calloc(nt, 1);
+    S->evictable_release = remat__calloc(nt, 1);
+    S->rebuildable = remat__calloc(nt, 1);
+    S->cost = remat__array(nt, sizeof *S->cost);
+    if (!S->need_end || !S->end_off || !S->end_list || !S->view_off || !S->views || !S->evictable ||
+        !S->evictable_release || !S->rebuildable || !S->cost)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
+    compute_need_end(S);
+    compute_evictable(S);
+    return REMAT_OK;
+}
+
+void remat__dtr_static_destroy(remat_dtr_static *S)
+{
+    remat__free(S->need_end);
+    remat__free(S->end_off);
+    remat__free(S->end_list);
+    remat__free(S->view_off);
+    remat__free(S->views);
+    remat__free(S->evictable);
+    remat__free(S->evictable_release);
+    remat__free(S->rebuildable);
+    remat__free(S->cost);
+    memset(S, 0, sizeof *S);
+}
+
+/* ------------------------------------------------------------ run state */
+
+remat_status remat__dtr_run_init(remat_dtr_run *R, const remat_dtr_static *S, remat_err *err)
+{
+    const remat_graph *g = S->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    memset(R, 0, sizeof *R);
+    R->S = S;
+    R->a = S->a;
+    R->g = g;
+    R->err = err;
+    R->res = remat__calloc(nt, 1);
+    R->made = remat__calloc(nt, 1);
+    R->grad = remat__calloc(nt, 1);
+    R->cnt = remat__array(nt, sizeof *R->cnt);
+    R->lockc = remat__array(nt, sizeof *R->lockc);
+    R->slock = remat__array(nt, sizeof *R->slock);
+    R->fwd_rem = remat__array(nt, sizeof *R->fwd_rem);
+    R->bwd_rem = remat__array(nt, sizeof *R->bwd_rem);
+    R->fr = remat__array(no + 2, sizeof *R->fr);
+    R->cpos = remat__array(nt, sizeof *R->cpos);
+    R->cand = remat__array(nt, sizeof *R->cand);
+    R->last = remat__array(nt, sizeof *R->last);
+    R->heap = remat__array(nt, sizeof *R->heap);
+    R->mark = remat__array(nt, sizeof *R->mark);
+    R->seen = remat__array(nt, sizeof *R->seen);
+    R->opmark = remat__array(no, sizeof *R->opmark);
+    R->dfs = remat__array(nt + 1, sizeof *R->dfs);
+    R->node_of = remat__array(nt, sizeof *R->node_of);
+    R->ev = remat__calloc(nt, 1);
+    R->nsum = remat__array(nt, sizeof *R->nsum);
+    if (!R->ev || !R->nsum || !R->res || !R->made || !R->grad || !R->cnt || !R->lockc || !R->slock || !R->fwd_rem || !R->bwd_rem ||
+        !R->fr || !R->cpos || !R->cand || !R->last || !R->heap || !R->mark || !R->seen || !R->opmark || !R->dfs ||
+        !R->node_of)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
+    R->thrash_cap = ((uint64_t)g->n_tensors + g->n_refs + g->n_ops + 1) * DTR_WORK_FACTOR;
+    return REMAT_OK;
+}
+
+void remat__dtr_run_destroy(remat_dtr_run *R)
+{
+    remat__free(R->res);
+    remat__free(R->made);
+    remat__free(R->grad);
+    remat__free(R->cnt);
+    remat__free(R->lockc);
+    remat__free(R->slock);
+    remat__free(R->fwd_rem);
+    remat__free(R->bwd_rem);
+    remat__free(R->fr);
+    remat__free(R->cpos);
+    remat__free(R->cand);
+    remat__free(R->last);
+    remat__free(R->heap);
+    remat__free(R->mark);
+    remat__free(R->seen);
+    remat__free(R->opmark);
+    remat__free(R->dfs);
+    remat__free(R->node_of);
+    remat__free(R->ev);
+    remat__free(R->nsum);
+    remat__free(R->uf_parent);
+    remat__free(R->uf_mark);
+    remat__free(R->uf_cost);
+    memset(R, 0, sizeof *R);
+}
+
+/* ------------------------------------------------------------ accounting */
+
+/* 1 if bytes of category c count toward the limit (replay.c's metric). */
+static int counted(const remat_dtr_run *R, remat_category c)
+{
+    return R->S->kind != REMAT_BUDGET_ACTIVATION || remat_category_is_activation(c);
+}
+
+/* Byte sums saturate: an overflow is the replay's to report (EOVERFLOW). */
+static uint64_t sat_add(uint64_t x, uint64_t y)
+{
+    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
+}
+
+static remat_category grad_category(const remat_tensor *t)
+{
+    return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
+}
+
+static remat_status emit(remat_dtr_run *R, remat_instr_kind k, uint32_t arg)
+{
+    if (remat_schedule_push(R->out, k, arg) != REMAT_OK)
+        return remat_err_set(R->err, REMAT_ENOMEM, "out of memory planning dtr");
+    return REMAT_OK;
+}
+
+/* ------------------------------------------------------------ residency */
+
+static void cand_insert(remat_dtr_run *R, uint32_t s)
+{
+    if (R->cpos[s] != REMAT_NONE)
+        return;
+    R->cpos[s] = R->n_cand;
+    R->cand[R->n_cand++] = s;
+}
+
+static void cand_remove(remat_dtr_run *R, uint32_t s)
+{
+    uint32_t p = R->cpos[s];
+    if (p == REMAT_NONE)
+        return;
+    uint32_t moved = R->cand[--R->n_cand];
+    R->cand[p] = moved;
+    R->cpos[moved] = p;
+    R->cpos[s] = REMAT_NONE;
+}
+
+static remat_status produce(remat_dtr_run *R, uint32_t t)
+{
+    uint32_t s = R->g->tensors[t].storage;
+    R->res[t] = 1;
+    R->made[t] = 1;
+    if (R->cnt[s]++ == 0)
+        R->live = sat_add(R->live, R->g->tensors[s].bytes); /* activations count toward either limit */
+    if (t == s && R->evictable[s])
+        cand_insert(R, s);
+    return remat__dtr_set_evicted(R, t, 0);
+}
+
+/* FREE t: emits it and mirrors the executor's release. */
+static remat_status release(remat_dtr_run *R, uint32_t t)
+{
+    uint32_t s = R->g->tensors[t].storage;
+    remat_status st = emit(R, REMAT_I_FREE, t);
+    if (st != REMAT_OK)
+        return st;
+    R->res[t] = 0;
+    if (--R->cnt[s] == 0)
+        R->live -= R->g->tensors[s].bytes;
+    if (t == s)
+        cand_remove(R, s);
+    /* Rebuildable and not banished: it joins the evicted neighbourhoods. */
+    if (R->S->rebuildable[t] && !remat__dtr_banished(R, t))
+        return remat__dtr_set_evicted(R, t, 1);
+    return REMAT_OK;
+}
+
+/* Nothing reads t directly any more (DTR frees it eagerly; it stays
+ * rebuildable), or nothing may read it at all. A fixed output in hold mode
+ * waits for the second: a tensor rebuilt from it may still need it. */
+static int is_dead(const remat_dtr_run *R, uint32_t t)
+{
+    if (R->lockc[t])
+        return 0;
+    if (remat__dtr_banished(R, t))
+        return 1;
+    return (R->release || R->S->rebuildable[t]) && R->fwd_rem[t] == 0 && R->bwd_rem[t] == 0;
+}
+
+/* Frees t if it is dead. A base waits for its views: freeing it earlier
+ * releases nothing and only costs a rebuild. */
+static remat_status try_free(remat_dtr_run *R, uint32_t t)
+{
+    const remat_graph *g = R->g;
+    if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION || !R->res[t] || !is_dead(R, t))
+        return REMAT_OK;
+    uint32_t s = g->tensors[t].storage;
+    if (t == s && R->cnt[s] > 1)
+        return REMAT_OK;
+    remat_status st = release(R, t);
+    if (st == REMAT_OK && t != s && g->tensors[s].kind == REMAT_TENSOR_ACTIVATION && R->res[s] && R->cnt[s] == 1)
+        st = try_free(R, s);
+    return st;
+}
+
+remat_status remat__dtr_evict(remat_dtr_run *R, uint32_t s)
+{
+    remat_status st = REMAT_OK;
+    for (uint32_t i = R->S->view_off[s]; i < R->S->view_off[s + 1] && st == REMAT_OK; i++)
+        if (R->res[R->S->views[i]])
+            st = release(R, R->S->views[i]);
+    if (st == REMAT_OK)
+        st = release(R, s);
+    R->evictions++;
+    return st;
+}
+
+static void lock(remat_dtr_run *R, uint32_t t, int d)
+{
+    R->lockc[t] += (uint32_t)d;
+    R->slock[R->g->tensors[t].storage] += (uint32_t)d;
+}
+
+/* ------------------------------------------------------------ instructions */
+
+static const uint32_t *frame_reqs(const remat_dtr_run *R, const remat_dtr_frame *f, uint32_t *n)
+{
+    const remat_op *op = &R->g->ops[f->op];
+    *n = f->kind == REMAT_DTR_FR_BWD ? op->n_save : op->n_in;
+    return f->kind == REMAT_DTR_FR_BWD ? remat_op_saves(R->g, op) : remat_op_inputs(R->g, op);
+}
+
+static void frame_lock(remat_dtr_run *R, const remat_dtr_frame *f, int d)
+{
+    uint32_t n;
+    const uint32_t *req = frame_reqs(R, f, &n);
+    for (uint32_t i = 0; i < n; i++)
+        lock(R, req[i], d);
+    if (f->kind != REMAT_DTR_FR_BWD) {
+        const remat_op *op = &R->g->ops[f->op];
+        const uint32_t *out = remat_op_outputs(R->g, op);
+        for (uint32_t i = 0; i < op->n_out; i++)
+            lock(R, out[i], d);
+    }
+}
+
+/* What the instruction allocates in counted categories, as replay.c's
+ * step_add calls sum it. */
+static uint64_t step_bytes(remat_dtr_run *R, const remat_dtr_frame *f)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    const remat_op *op = &g->ops[f->op];
+    uint64_t add = 0;
+    if (f->kind != REMAT_DTR_FR_BWD) {
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t i = 0; i < op->n_out; i++)
+            if (!R->res[out[i]] && g->tensors[out[i]].storage == out[i])
+                add = sat_add(add, g->tensors[out[i]].bytes);
+        return sat_add(add, op->workspace);
+    }
+    int seed_now = !R->seeded;
+    if (seed_now)
+        for (uint32_t i = 0; i < g->n_outputs; i++) {
+            uint32_t t = g->outputs[i];
+            if (a->grad_flows[t] && counted(R, grad_category(&g->tensors[t])))
+                add = sat_add(add, g->tensors[t].logical_bytes);
+        }
+    const uint32_t *in = remat_op_inputs(g, op);
+    uint32_t sk = remat__dtr_next_seen(R);
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = in[i];
+        if (!a->grad_flows[t] || R->seen[t] == sk)
+            continue;
+        R->seen[t] = sk;
+        if (seed_now && a->is_output[t])
+            continue;
+        if (!R->grad[t] && counted(R, grad_category(&g->tensors[t])))
+            add = sat_add(add, g->tensors[t].logical_bytes);
+    }
+    return sat_add(add, op->bwd_workspace);
+}
+
+static void touch(remat_dtr_run *R, const uint32_t *ts, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        R->last[R->g->tensors[ts[i]].storage] = R->clock;
+}
+
+static void add_grad(remat_dtr_run *R, uint32_t t)
+{
+    R->grad[t] = 1;
+    if (counted(R, grad_category(&R->g->tensors[t])))
+        R->live = sat_add(R->live, R->g->tensors[t].logical_bytes);
+}
+
+static void apply_backward(remat_dtr_run *R, const remat_op *op)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    if (!R->seeded) {
+        R->seeded = 1;
+        for (uint32_t i = 0; i < g->n_outputs; i++)
+            if (a->grad_flows[g->outputs[i]])
+                add_grad(R, g->outputs[i]);
+    }
+    const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (a->grad_flows[in[i]] && !R->grad[in[i]])
+            add_grad(R, in[i]);
+    /* The output gradients have been read: those of activations go. */
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (R->grad[out[i]]) {
+            R->grad[out[i]] = 0;
+            if (counted(R, REMAT_CAT_ACTIVATION_GRADS))
+                R->live -= g->tensors[out[i]].logical_bytes;
+        }
+}
+
+/* Runs the frame's instruction (its requirements are resident and locked),
+ * then frees what is dead. */
+static remat_status execute(remat_dtr_run *R, const remat_dtr_frame *f)
+{
+    static const remat_instr_kind kinds[] = {REMAT_I_FWD, REMAT_I_RECOMPUTE, REMAT_I_BWD};
+    const remat_graph *g = R->g;
+    const remat_op *op = &g->ops[f->op];
+    uint64_t add = step_bytes(R, f);
+    remat_status st = remat__dtr_make_room(R, add);
+    if (st != REMAT_OK)
+        return st;
+    uint64_t hw = sat_add(R->live, add);
+    if (hw > R->peak)
+        R->peak = hw;
+    if (hw > R->abort_above) {
+        R->abandoned = 1;
+        return REMAT_OK;
+    }
+    if ((st = emit(R, kinds[f->kind], f->op)) != REMAT_OK)
+        return st;
+    uint32_t n_req;
+    const uint32_t *req = frame_reqs(R, f, &n_req), *out = remat_op_outputs(g, op);
+    touch(R, req, n_req);
+    if (f->kind == REMAT_DTR_FR_BWD) {
+        apply_backward(R, op);
+    } else {
+        for (uint32_t i = 0; i < op->n_out && st == REMAT_OK; i++)
+            if (!R->res[out[i]])
+                st = produce(R, out[i]);
+        if (st != REMAT_OK)
+            return st;
+        touch(R, out, op->n_out);
+        if (f->kind == REMAT_DTR_FR_RECOMPUTE)
+            R->rebuilds++;
+    }
+    R->clock++;
+    R->work++;
+    frame_lock(R, f, -1);
+    if (f->kind == REMAT_DTR_FR_FWD) {
+        uint32_t sk = remat__dtr_next_seen(R); /* an op may read a tensor twice */
+        for (uint32_t i = 0; i < n_req; i++)
+            if (R->seen[req[i]] != sk) {
+                R->seen[req[i]] = sk;
+                R->fwd_rem[req[i]]--;
+            }
+    } else if (f->kind == REMAT_DTR_FR_BWD) {
+        for (uint32_t i = 0; i < n_req; i++) /* saves are distinct */
+            R->bwd_rem[req[i]]--;
+    }
+    for (uint32_t i = 0; i < n_req && st == REMAT_OK; i++)
+        st = try_free(R, req[i]);
+    for (uint32_t i = 0; f->kind != REMAT_DTR_FR_BWD && i < op->n_out && st == REMAT_OK; i++)
+        st = try_free(R, out[i]);
+    return st;
+}
+
+/* One step of the store-all sequence, with whatever rematerialization its
+ * requirements need. */
+static remat_status run_step(remat_dtr_run *R, uint32_t op, uint32_t kind)
+{
+    const remat_graph *g = R->g;
+    remat_dtr_frame top = {op, kind, 0, 0};
+    R->fr[0] = top;
+    R->n_fr = 1;
+    while (R->n_fr > 0) {
+        remat_dtr_frame *f = &R->fr[R->n_fr - 1];
+        if (f->stage == 0) {
+            frame_lock(R, f, 1);
+            f->stage = 1;
+        }
+        uint32_t n_req;
+        const uint32_t *req = frame_reqs(R, f, &n_req);
+        while (f->i < n_req && R->res[req[f->i]])
+            f->i++;
+        if (f->i < n_req) {
+            uint32_t t = req[f->i], p = g->tensors[t].producer;
+            /* Fixed outputs are never evicted and freed only when no step
+             * needs them: a lost requirement is a bug here. */
+            if (!R->S->rebuildable[t] || !R->made[t])
+                return remat_err_set(R->err, REMAT_EINTERNAL, "dtr: '%s' is needed but was lost", g->tensors[t].id);
+            if (R->work > R->work_cap) {
+                R->abandoned = 1;
+                return REMAT_OK;
+            }
+            remat_dtr_frame child = {p, REMAT_DTR_FR_RECOMPUTE, 0, 0};
+            R->fr[R->n_fr++] = child;
+            continue;
+        }
+        remat_status st = execute(R, f);
+        if (st != REMAT_OK || R->abandoned)
+            return st;
+        R->n_fr--;
+    }
+    return REMAT_OK;
+}
+
+/* After step s: banish what no later step can need, freeing what is still
+ * resident (fixed outputs in hold mode wait for this). */
+static remat_status end_step(remat_dtr_run *R, uint32_t s)
+{
+    remat_status st = REMAT_OK;
+    R->step_over = 1;
+    for (uint32_t i = R->S->end_off[s]; i < R->S->end_off[s + 1] && st == REMAT_OK; i++) {
+        uint32_t t = R->S->end_list[i];
+        st = R->res[t] ? try_free(R, t) : remat__dtr_set_evicted(R, t, 0);
+    }
+    R->step_over = 0;
+    return st;
+}
+
+static void run_reset(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    size_t nt = g->n_tensors ? g->n_tensors : 1;
+    R->score = cfg.score;
+    R->release = cfg.release;
+    R->evictable = cfg.release ? R->S->evictable_release : R->S->evictable;
+    R->limit = cfg.limit;
+    R->abort_above = cfg.abort_above;
+    R->work_cap = cfg.work_cap ? cfg.work_cap : R->thrash_cap;
+    R->out = out;
+    memset(R->res, 0, nt);
+    memset(R->made, 0, nt);
+    memset(R->grad, 0, nt);
+    memset(R->cnt, 0, nt * sizeof *R->cnt);
+    memset(R->lockc, 0, nt * sizeof *R->lockc);
+    memset(R->slock, 0, nt * sizeof *R->slock);
+    memset(R->last, 0, nt * sizeof *R->last);
+    memset(R->ev, 0, nt);
+    memset(R->nsum, 0, nt * sizeof *R->nsum);
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        R->cpos[t] = REMAT_NONE;
+        R->node_of[t] = REMAT_NONE;
+        R->fwd_rem[t] = a->cons_off[t + 1] - a->cons_off[t];
+        R->bwd_rem[t] = a->saver_off[t + 1] - a->saver_off[t];
+    }
+    R->n_cand = R->n_nodes = R->n_heap = 0;
+    R->live = R->peak = R->clock = 0;
+    R->seeded = R->step_over = R->abandoned = 0;
+    R->evictions = R->rebuilds = R->work = 0;
+    R->rng = 0x5eed0d7eULL;
+}
+
+remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    const remat_exec_extras *x = R->S->x;
+    remat_schedule_clear(out);
+    run_reset(R, cfg, out);
+    /* Leaves are resident throughout, as are the ledger's extras. */
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        if (T->kind == REMAT_TENSOR_ACTIVATION)
+            continue;
+        R->res[t] = R->made[t] = 1;
+        R->cnt[t] = 1;
+        remat_category c = T->kind == REMAT_TENSOR_INPUT ? REMAT_CAT_INPUTS
+                           : T->frozen                    ? REMAT_CAT_FROZEN
+                                                          : REMAT_CAT_PARAMS;
+        if (counted(R, c))
+            R->live = sat_add(R->live, T->bytes);
+    }
+    const remat_category xc[] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
+                                 REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
+    const uint64_t xb[] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers, x->workspace};
+    for (size_t i = 0; i < sizeof xc / sizeof xc[0]; i++)
+        if (counted(R, xc[i]))
+            R->live = sat_add(R->live, xb[i]);
+    remat_status st = REMAT_OK;
+    for (uint32_t i = 0; i < g->n_ops && st == REMAT_OK && !R->abandoned; i++) {
+        R->now = i;
+        st = run_step(R, a->order[i], REMAT_DTR_FR_FWD);
+        if (st == REMAT_OK && !R->abandoned)
+            st = end_step(R, i);
+    }
+    for (uint32_t j = 0; j < a->n_bwd && st == REMAT_OK && !R->abandoned; j++) {
+        R->now = g->n_ops + j;
+        st = run_step(R, a->bwd_order[j], REMAT_DTR_FR_BWD);
+        if (st == REMAT_OK && !R->abandoned)
+            st = end_step(R, g->n_ops + j);
+    }
+    if (st != REMAT_OK || R->abandoned)
+        return st;
+    R->now = a->n_steps - 1;
+    uint64_t hw = sat_add(R->live, x->optimizer_workspace); /* workspace counts toward either limit */
+    if (hw > R->peak)
+        R->peak = hw;
+    if (hw > R->abort_above) {
+        R->abandoned = 1;
+        return REMAT_OK;
+    }
+    return emit(R, REMAT_I_OPT, 0);
+}
