@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "remat/compare.h"
+#include "remat/alloc.h"
 #include "remat/report.h"
 #include "../util/util_internal.h"
 
@@ -42,8 +43,39 @@ static size_t columns(const char **names, int *lin, size_t cap)
     return n;
 }
 
+/* Issue 11: the best-fit allocator and the static plan over the plan's
+ * schedule, in the budget's categories. */
+static remat_status alloc_figures(const remat_analysis *a, const remat_plan_options *o, const remat_plan *plan,
+                                  remat_compare_row *row, remat_err *err)
+{
+    remat_alloc_trace t;
+    remat_alloc_result bf;
+    remat_static_result sp;
+    memset(&bf, 0, sizeof bf);
+    memset(&sp, 0, sizeof sp);
+    remat_status st =
+        remat_alloc_trace_build(a, &plan->schedule, &o->extras, remat_alloc_mask_for(o->budget_kind), &t, NULL, err);
+    if (st == REMAT_OK)
+        st = remat_alloc_simulate(&t, REMAT_ALLOC_BEST_FIT, 0, &bf, err);
+    if (st == REMAT_OK) {
+        remat_static_options so;
+        remat_static_options_init(&so);
+        so.stop_at_bound = 1;
+        st = remat_alloc_static_plan(&t, &so, &sp, err);
+    }
+    if (st == REMAT_OK) {
+        row->best_fit_high_water = bf.high_water;
+        row->fragmentation = bf.fragmentation;
+        row->arena_bytes = sp.arena_bytes;
+    }
+    remat_static_result_destroy(&sp);
+    remat_alloc_result_destroy(&bf);
+    remat_alloc_trace_destroy(&t);
+    return st;
+}
+
 static remat_status run_one(const remat_analysis *a, const remat_plan_options *o, const char *name, int lin,
-                            remat_compare_row *row, remat_err *err)
+                            int with_alloc, remat_compare_row *row, remat_err *err)
 {
     remat_plan_options sub = *o;
     sub.strategy = name;
@@ -65,6 +97,14 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
         row->extra_flops = r.flops_recompute;
         double base = (double)r.flops_forward + (double)r.flops_backward;
         row->overhead = base > 0 ? (double)r.flops_recompute / base : 0;
+        remat_err aerr;
+        remat_err_init(&aerr);
+        if (with_alloc && alloc_figures(a, &sub, &plan, row, &aerr) != REMAT_OK) {
+            /* The plan replayed once already: only ENOMEM can stop this. */
+            remat_replay_result_destroy(&r);
+            remat_plan_destroy(&plan);
+            return remat_err_set(err, aerr.code, "%s", aerr.msg);
+        }
         remat_replay_result_destroy(&r);
         remat_plan_destroy(&plan);
     } else {
@@ -85,7 +125,7 @@ remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options
     size_t k = columns(names, lin, cap < 32 ? cap : 32);
     *n = 0;
     for (size_t i = 0; i < k; i++) {
-        remat_status st = run_one(a, o, names[i], lin[i], &rows[i], err);
+        remat_status st = run_one(a, o, names[i], lin[i], 1, &rows[i], err);
         if (st != REMAT_OK)
             return st;
         (*n)++;
@@ -131,7 +171,7 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
     base.budget = 0;
     for (size_t s = 0; s < k; s++) {
         snprintf(out->names[s], sizeof out->names[s], "%s%s", names[s], lin[s] ? "/linearized" : "");
-        remat_status st = run_one(a, &base, names[s], lin[s], &row, err);
+        remat_status st = run_one(a, &base, names[s], lin[s], 0, &row, err);
         if (st != REMAT_OK) {
             remat_sweep_destroy(out);
             return st;
@@ -149,7 +189,7 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
         out->budgets[i] = lo + (uint64_t)((double)(hi - lo) * (double)i / (double)(n - 1));
         base.budget = out->budgets[i];
         for (size_t s = 0; s < k; s++) {
-            remat_status st = run_one(a, &base, names[s], lin[s], &row, err);
+            remat_status st = run_one(a, &base, names[s], lin[s], 0, &row, err);
             if (st != REMAT_OK) {
                 remat_sweep_destroy(out);
                 return st;
@@ -196,9 +236,12 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                              r->linearized ? "/linearized" : "", r->status == REMAT_OK ? "true" : "false");
             if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
                 remat_buf_printf(&b, ", \"peak_bytes\": %llu, \"budgeted_peak_bytes\": %llu, \"extra_flops\": %llu, "
-                                     "\"overhead\": %.6f",
+                                     "\"overhead\": %.6f, \"best_fit_high_water_bytes\": %llu, "
+                                     "\"fragmentation_bytes\": %llu, \"static_arena_bytes\": %llu",
                                  (unsigned long long)r->peak_bytes, (unsigned long long)r->metric,
-                                 (unsigned long long)r->extra_flops, r->overhead);
+                                 (unsigned long long)r->extra_flops, r->overhead,
+                                 (unsigned long long)r->best_fit_high_water, (unsigned long long)r->fragmentation,
+                                 (unsigned long long)r->arena_bytes);
             else {
                 remat_buf_puts(&b, ", \"error\": ");
                 remat_buf_json_str(&b, r->message);
@@ -210,17 +253,18 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
         char bb[64];
         remat_buf_printf(&b, "graph %s, %s budget %s\n", a->g->name, kind,
                          remat_format_bytes(o->budget, bb, sizeof bb));
-        remat_buf_printf(&b, "%-24s %-8s %22s %20s %10s %10s\n", "strategy", "feasible",
+        remat_buf_printf(&b, "%-24s %-8s %22s %20s %10s %10s %20s %14s %14s\n", "strategy", "feasible",
                          o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak (B)" : "replayed peak (B)",
-                         "extra FLOPs", "overhead", "time (ms)");
+                         "extra FLOPs", "overhead", "time (ms)", "best-fit HW (B)", "frag (B)", "arena (B)");
         for (size_t i = 0; i < n; i++) {
             const remat_compare_row *r = &rows[i];
             char name[48];
             snprintf(name, sizeof name, "%s%s", r->strategy, r->linearized ? "/linearized" : "");
             if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
-                remat_buf_printf(&b, "%-24s %-8s %22llu %20llu %9.2f%% %10.1f\n", name, status_word(r),
-                                 (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
-                                 100.0 * r->overhead, 1000.0 * r->seconds);
+                remat_buf_printf(&b, "%-24s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu\n", name,
+                                 status_word(r), (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
+                                 100.0 * r->overhead, 1000.0 * r->seconds, (unsigned long long)r->best_fit_high_water,
+                                 (unsigned long long)r->fragmentation, (unsigned long long)r->arena_bytes);
             else
                 remat_buf_printf(&b, "%-24s %-8s %s\n", name, status_word(r), r->message);
         }
