@@ -9,15 +9,17 @@
 
 #include "remat/util.h"
 #include "remat/graph.h"
+#include "remat/import.h"
 #include "remat/analyze.h"
 #include "remat/ledger.h"
-#include "remat/trace.h"
-#include "remat/import.h"
 #include "remat/gen.h"
 #include "remat/schedule.h"
 #include "remat/exec.h"
+#include "remat/state.h"
+#include "remat/train.h"
 #include "remat/report.h"
 #include "remat/plan.h"
+#include "remat/trace.h"
 #include "remat/compare.h"
 
 #endif

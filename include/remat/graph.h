@@ -113,6 +113,21 @@ uint32_t remat_graph_find_op(const remat_graph *g, const char *id);
 
 const char *remat_tensor_kind_str(remat_tensor_kind k);
 
+/* Operator attributes (an op's "attrs" object; src/load/attrs.c). Each
+ * looks up key in op k's attrs and sets *found; a missing key (or no attrs)
+ * is not an error. A value of the wrong type is REMAT_EGRAPH naming
+ * "ops[k].attrs.key". _ints accepts a whole number or an array of whole
+ * numbers (at most cap; negative allowed), _string copies at most cap-1
+ * bytes. O(size of the attrs). */
+remat_status remat_op_attr_number(const remat_graph *g, uint32_t k, const char *key, double *out, bool *found,
+                                  remat_err *err);
+remat_status remat_op_attr_ints(const remat_graph *g, uint32_t k, const char *key, int64_t *out, uint32_t cap,
+                                uint32_t *n, bool *found, remat_err *err);
+remat_status remat_op_attr_bool(const remat_graph *g, uint32_t k, const char *key, bool *out, bool *found,
+                                remat_err *err);
+remat_status remat_op_attr_string(const remat_graph *g, uint32_t k, const char *key, char *out, size_t cap,
+                                  bool *found, remat_err *err);
+
 #ifdef __cplusplus
 }
 #endif

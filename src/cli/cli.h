@@ -54,8 +54,14 @@ int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a);
 int remat_cli_write(const char *path, const char *text, size_t len);
 
 int cmd_lifetimes(int argc, char **argv);
-int cmd_audit(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_step(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 /* Loads GRAPH and PLAN (store-all when NULL; its strategy is then
  * "store-all") and builds the trace (cmd_trace.c). On failure prints the
  * error, returns its exit code and leaves *g, *a and *t NULL; plan is left
@@ -63,12 +69,8 @@ int cmd_trace(int argc, char **argv);
 struct remat_trace;
 int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
                          remat_plan *plan, struct remat_trace **t);
-int cmd_import(int argc, char **argv);
-int cmd_gen(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
 
 

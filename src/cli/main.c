@@ -30,14 +30,22 @@ static const remat_command commands[] = {
      "budget one device's weights, gradients, optimizer state, copies and ZeRO shards"},
     {"gen", cmd_gen, "FAMILY [options] [-o FILE]",
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
-    {"import", cmd_import, "checkmate FILE [--name NAME] [-o GRAPH]",
-     "convert a Checkmate/Moccasin training graph (networkx node-link JSON) into a remat graph"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
      "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit, "GRAPH [PLAN] [--top N] [--json] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
+    {"step", cmd_step,
+     "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
+     "[--state STATE] [-o STATE] [--every N]",
+     "run real training steps under a plan: losses, measured vs accounted peak, time with and without recompute"},
+    {"import", cmd_import, "checkmate FILE [--name NAME] [-o GRAPH]",
+     "convert a Checkmate/Moccasin training graph (networkx node-link JSON) into a remat graph"},
+    {"alloc", cmd_alloc,
+     "GRAPH [PLAN] [--policy best-fit|first-fit|caching|all] [--static greedy-size|greedy-lifetime|alloc-order|best|none] "
+     "[--activation-only] [--svg FILE [--svg-layout static|POLICY]] [--work N] [--json] [-o FILE]",
+     "place every allocation in one address space: allocator high-water, fragmentation, a static offset plan"},
     {"help", cmd_help, "[COMMAND]", "show help for remat or one command"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -79,17 +79,48 @@ remat_status remat__builder_free(remat_builder *b, uint32_t t)
     return emit(b, REMAT_I_FREE, t);
 }
 
-/* Chains are short (a segment, a block); insertion sort by forward
- * position avoids qsort's missing context argument. */
+/* Sorts a chain by forward position. Chains are usually short (a segment,
+ * a block), where insertion sort is fastest; but the walk collects them in
+ * reverse order, insertion sort's worst case, and keeping 1% of a 10^6-op
+ * chain makes one chain of 990000 ops: that took minutes. Long chains are
+ * heap-sorted (O(n log n), in place: qsort has no context argument). */
+static void sift_down(const remat_analysis *a, uint32_t *v, uint32_t root, uint32_t n)
+{
+    uint32_t x = v[root];
+    for (;;) {
+        uint32_t c = 2 * root + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && a->pos[v[c + 1]] > a->pos[v[c]])
+            c++;
+        if (a->pos[v[c]] <= a->pos[x])
+            break;
+        v[root] = v[c];
+        root = c;
+    }
+    v[root] = x;
+}
+
 static void sort_by_pos(const remat_analysis *a, uint32_t *v, uint32_t n)
 {
-    for (uint32_t i = 1; i < n; i++) {
-        uint32_t x = v[i], j = i;
-        while (j > 0 && a->pos[v[j - 1]] > a->pos[x]) {
-            v[j] = v[j - 1];
-            j--;
+    if (n <= 32) {
+        for (uint32_t i = 1; i < n; i++) {
+            uint32_t x = v[i], j = i;
+            while (j > 0 && a->pos[v[j - 1]] > a->pos[x]) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = x;
         }
-        v[j] = x;
+        return;
+    }
+    for (uint32_t i = n / 2; i-- > 0;)
+        sift_down(a, v, i, n);
+    for (uint32_t end = n; end-- > 1;) {
+        uint32_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        sift_down(a, v, 0, end);
     }
 }
 

@@ -130,7 +130,6 @@ char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const rema
     const remat_graph *g = a->g;
     remat_buf b;
     remat_buf_init(&b);
-    char text[256];
     remat_buf_puts(&b, "{\"format\": \"remat-plan\", \"version\": 1,\n \"graph\": {\"name\": ");
     remat_buf_json_str(&b, g->name);
     remat_buf_printf(&b, ", \"fingerprint\": \"%016llx\"},\n \"strategy\": ", (unsigned long long)g->fingerprint);
@@ -161,8 +160,19 @@ char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const rema
     }
     remat_buf_puts(&b, "],\n \"schedule\": [");
     for (size_t i = 0; i < p->schedule.n; i++) {
-        remat_buf_puts(&b, i ? ",\n  " : "\n  ");
-        remat_buf_json_str(&b, remat_instr_text(g, p->schedule.ins[i], text, sizeof text));
+        /* Not remat_instr_text: its buffer would cut a long id, and the
+         * plan would then not read back. */
+        const remat_instr in = p->schedule.ins[i];
+        const char *id = in.kind == REMAT_I_FREE ? (in.arg < g->n_tensors ? g->tensors[in.arg].id : "?")
+                         : in.kind == REMAT_I_OPT ? NULL
+                                                  : (in.arg < g->n_ops ? g->ops[in.arg].id : "?");
+        remat_buf_puts(&b, i ? ",\n  \"" : "\n  \"");
+        remat_buf_json_chars(&b, remat_instr_name((remat_instr_kind)in.kind));
+        if (id) {
+            remat_buf_puts(&b, " ");
+            remat_buf_json_chars(&b, id);
+        }
+        remat_buf_puts(&b, "\"");
     }
     remat_buf_puts(&b, "\n ]\n}\n");
     return finish(&b, len, err, "plan");
