@@ -354,6 +354,7 @@ static const bench benches[] = {
     {"chain", "planning time on chains of 10^2, 10^3, 10^4 stages and sqrtn/chen-greedy at 10^5 ops", bench_plan_chain},
     {"dag", "planning time of auto, dtr and mincut on generated DAGs of 10^3, 10^4, 10^5 ops", bench_plan_dag},
     {"bundled", "every strategy on every bundled graph at 0.7 of the store-all activation peak", bench_bundled},
+    {"trace", "trace building and each writer on 10^5-op graphs (store-all)", bench_trace},
 };
 #define N_BENCHES (sizeof benches / sizeof benches[0])
 

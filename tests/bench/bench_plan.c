@@ -270,3 +270,69 @@ int bench_bundled(const char *remat)
     }
     return 0;
 }
+
+/* -------------------------------------------------------------- trace */
+
+typedef char *(*trace_writer)(const remat_trace *, const remat_trace_options *, size_t *, remat_err *);
+
+int bench_trace(const char *remat)
+{
+    (void)remat;
+    printf("%-8s %9s %10s %10s %10s %10s %10s %10s\n", "family", "ops", "build", "json", "chrome", "csv", "svg",
+           "json MB");
+    for (int f = 0; f < 2; f++) {
+        remat_gen_opts o;
+        remat_gen_opts_init(&o, f ? REMAT_GEN_LAYERED : REMAT_GEN_CHAIN);
+        if (f) {
+            o.width = 100;
+            o.layers = 1000;
+        } else {
+            o.ops = 100000;
+        }
+        remat_graph *g;
+        remat_analysis *a;
+        if (load_gen(&o, &g, &a) != 0)
+            return 1;
+        remat_schedule s;
+        remat_schedule_init(&s);
+        remat_err err;
+        remat_err_init(&err);
+        if (remat_schedule_store_all(a, &s, &err) != REMAT_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return 1;
+        }
+        double tb[3];
+        remat_trace *t = NULL;
+        for (int rep = 0; rep < 3; rep++) {
+            remat_trace_destroy(t);
+            t = NULL;
+            double t0 = now_s();
+            if (remat_trace_build(a, &s, NULL, &t, &err) != REMAT_OK) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                return 1;
+            }
+            tb[rep] = now_s() - t0;
+        }
+        static const trace_writer writers[4] = {remat_trace_json, remat_trace_chrome, remat_trace_csv, remat_trace_svg};
+        double tw[4];
+        size_t json_len = 0;
+        remat_trace_options to;
+        remat_trace_options_init(&to);
+        for (int w = 0; w < 4; w++) {
+            double t0 = now_s();
+            size_t len = 0;
+            char *text = writers[w](t, &to, &len, &err);
+            tw[w] = now_s() - t0;
+            if (w == 0)
+                json_len = len;
+            remat_free(text);
+        }
+        printf("%-8s %9u %9.0fms %9.0fms %9.0fms %9.0fms %9.0fms %10.1f\n", f ? "layered" : "chain", g->n_ops,
+               1e3 * median(tb, 3), 1e3 * tw[0], 1e3 * tw[1], 1e3 * tw[2], 1e3 * tw[3], (double)json_len / 1e6);
+        remat_trace_destroy(t);
+        remat_schedule_destroy(&s);
+        free_graph(g, a);
+    }
+    printf("target: tracing a 10^5-op graph (build + a writer) under 2 s\n");
+    return 0;
+}
