@@ -1467,6 +1467,7 @@ Suite *load_suite(void)
     tcase_add_test(ok, load_should_settle_a_long_view_chain_without_recursion);
     tcase_add_test(ok, load_should_default_a_view_ops_saves_to_nothing);
     tcase_add_test(ok, load_should_accept_fields_in_any_order);
+    tcase_set_timeout(ok, 60);
     suite_add_tcase(s, ok);
 
     TCase *dr = tcase_create("drivers");

@@ -168,6 +168,7 @@ Suite *util_suite(void)
     TCase *m = tcase_create("strmap");
     tcase_add_test(m, strmap_should_find_every_key_of_a_large_map_and_refuse_repeats);
     tcase_add_test(m, strmap_should_report_out_of_memory_when_growing);
+    tcase_set_timeout(m, 60);
     suite_add_tcase(s, m);
     return s;
 }

@@ -238,6 +238,8 @@ static remat_status smallest_fit(remat_planner *P, remat_dtr_run *R, int first, 
         uint64_t mid = (uint64_t)sqrt((double)lo * (double)top);
         if (mid <= lo || mid >= top)
             mid = lo + (top - lo) / 2;
+        if (mid <= lo) /* top = lo + 1: nothing lies between them */
+            break;
         dtr_best at;
         memset(&at, 0, sizeof at);
         remat_schedule_init(&at.sched);
@@ -246,7 +248,7 @@ static remat_status smallest_fit(remat_planner *P, remat_dtr_run *R, int first, 
          * floor, and abandoned, leaves room for the ones above it. */
         uint64_t cap = allowance / 4 < allowance - spent ? allowance / 4 : allowance - spent;
         st = run_all(P, R, first, first, mid, mid, cap, tmp, &at, ef);
-        spent += ef->work - before;
+        spent += ef->work - before + 1; /* a probe abandoned at once still counts */
         ef->probes++;
         if (st == REMAT_OK && at.have && judged(P, &at.e) <= mid) {
             remat_schedule_destroy(&hi.sched);

@@ -25,6 +25,49 @@ const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s
     return buf;
 }
 
+/* JSON documents name steps and instructions exactly, whatever the length
+ * of an id: remat_report_step_name and remat_instr_text write into fixed
+ * buffers and would cut a long one (a plan file then would not read back). */
+static const char *instr_id(const remat_graph *g, remat_instr in)
+{
+    switch ((remat_instr_kind)in.kind) {
+    case REMAT_I_FWD:
+    case REMAT_I_RECOMPUTE:
+    case REMAT_I_BWD: return in.arg < g->n_ops ? g->ops[in.arg].id : "?";
+    case REMAT_I_FREE: return in.arg < g->n_tensors ? g->tensors[in.arg].id : "?";
+    case REMAT_I_OPT: return NULL;
+    }
+    return "?";
+}
+
+/* "KIND id" (or "OPT"), as a JSON string. */
+static void json_instr(remat_buf *b, const remat_graph *g, remat_instr in)
+{
+    const char *id = instr_id(g, in);
+    remat_buf_puts(b, "\"");
+    remat_buf_json_chars(b, remat_instr_name((remat_instr_kind)in.kind));
+    if (id) {
+        remat_buf_puts(b, " ");
+        remat_buf_json_chars(b, id);
+    }
+    remat_buf_puts(b, "\"");
+}
+
+/* The step name of instruction i ("bwd:id", "optimizer"), as a JSON string. */
+static void json_step(remat_buf *b, const remat_graph *g, const remat_schedule *s, size_t i)
+{
+    static const char *const prefix[] = {"fwd:", "recompute:", "bwd:", "free:"};
+    const char *id = i < s->n ? instr_id(g, s->ins[i]) : NULL;
+    remat_buf_puts(b, "\"");
+    if (id && s->ins[i].kind < sizeof prefix / sizeof prefix[0]) {
+        remat_buf_puts(b, prefix[s->ins[i].kind]);
+        remat_buf_json_chars(b, id);
+    } else {
+        remat_buf_puts(b, "optimizer");
+    }
+    remat_buf_puts(b, "\"");
+}
+
 static void json_categories(remat_buf *b, const uint64_t *v)
 {
     remat_buf_puts(b, "{");
@@ -66,7 +109,10 @@ char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, cons
             snprintf(text, sizeof text, "end of schedule");
         if (fmt == REMAT_REPORT_JSON) {
             remat_buf_printf(&b, "{\"valid\": false, \"fail_index\": %zu, \"instruction\": ", r->fail_index);
-            remat_buf_json_str(&b, text);
+            if (r->fail_index < s->n)
+                json_instr(&b, g, s->ins[r->fail_index]);
+            else
+                remat_buf_json_str(&b, text);
             remat_buf_puts(&b, ", \"error\": ");
             remat_buf_json_str(&b, why ? why->msg : "");
             remat_buf_puts(&b, "}\n");
@@ -81,7 +127,7 @@ char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, cons
         remat_buf_json_str(&b, g->name);
         remat_buf_printf(&b, ", \"instructions\": %llu, \"peak_bytes\": %llu, \"peak_step\": ",
                          (unsigned long long)r->n_instructions, (unsigned long long)r->peak_bytes);
-        remat_buf_json_str(&b, step);
+        json_step(&b, g, s, r->peak_index);
         remat_buf_printf(&b, ", \"peak_index\": %zu,\n \"peak_by_category\": ", r->peak_index);
         json_categories(&b, r->peak_by_category);
         remat_buf_puts(&b, ",\n \"category_peaks\": ");
@@ -141,11 +187,9 @@ char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const rema
         remat_buf_printf(&b, "{\"kind\": \"%s\", \"bytes\": \"%llu\"}",
                          p->budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation", (unsigned long long)p->budget);
     if (r && r->valid) {
-        char step[256];
-        remat_report_step_name(g, &p->schedule, r->peak_index, step, sizeof step);
         remat_buf_printf(&b, ",\n \"replayed\": {\"peak_bytes\": \"%llu\", \"peak_step\": ",
                          (unsigned long long)r->peak_bytes);
-        remat_buf_json_str(&b, step);
+        json_step(&b, g, &p->schedule, r->peak_index);
         remat_buf_printf(&b, ", \"activation_peak_bytes\": \"%llu\", \"recompute_flops\": \"%llu\", \"overhead\": %.6f}",
                          (unsigned long long)r->activation_peak, (unsigned long long)r->flops_recompute, overhead(r));
     }
@@ -160,19 +204,8 @@ char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const rema
     }
     remat_buf_puts(&b, "],\n \"schedule\": [");
     for (size_t i = 0; i < p->schedule.n; i++) {
-        /* Not remat_instr_text: its buffer would cut a long id, and the
-         * plan would then not read back. */
-        const remat_instr in = p->schedule.ins[i];
-        const char *id = in.kind == REMAT_I_FREE ? (in.arg < g->n_tensors ? g->tensors[in.arg].id : "?")
-                         : in.kind == REMAT_I_OPT ? NULL
-                                                  : (in.arg < g->n_ops ? g->ops[in.arg].id : "?");
-        remat_buf_puts(&b, i ? ",\n  \"" : "\n  \"");
-        remat_buf_json_chars(&b, remat_instr_name((remat_instr_kind)in.kind));
-        if (id) {
-            remat_buf_puts(&b, " ");
-            remat_buf_json_chars(&b, id);
-        }
-        remat_buf_puts(&b, "\"");
+        remat_buf_puts(&b, i ? ",\n  " : "\n  ");
+        json_instr(&b, g, p->schedule.ins[i]);
     }
     remat_buf_puts(&b, "\n ]\n}\n");
     return finish(&b, len, err, "plan");
