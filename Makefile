@@ -35,7 +35,7 @@ LIB_SRC  := $(sort $(wildcard src/util/*.c src/load/*.c src/analyze/*.c src/exec
                                src/report/*.c src/ledger/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
-TEST_LIB := tests/test_util.c
+TEST_LIB := tests/test_util.c tests/exec_util.c tests/oracle.c
 SUITES   := $(patsubst tests/check_%.c,%,$(TEST_SRC))
 BENCH_SRC:= $(sort $(wildcard tests/bench/*.c))
 
