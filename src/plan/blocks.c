@@ -111,9 +111,20 @@ remat_status remat__blocks_build(const remat_analysis *a, remat_blocks *b, remat
         else
             cur = nb;
     }
-    uint32_t m = 0;
-    for (uint32_t j = 0; j + 1 < nb; j++)
-        m += alive[j];
+    /* A cut crossed by the same tensor as the cut kept before it is dropped:
+     * the block between them (dead ops, or ops whose results die inside it)
+     * would enter and leave through one tensor, and a schedule that releases
+     * a block's output boundary would free its input. Such cuts follow each
+     * other (a tensor's crossing span is contiguous). */
+    uint32_t m = 0, prev = REMAT_NONE;
+    for (uint32_t i = 0; i + 1 < n; i++)
+        if (blk[i] != blk[i + 1] && alive[blk[i]]) {
+            if (cut_tensor[i] != REMAT_NONE && cut_tensor[i] == prev)
+                alive[blk[i]] = 0;
+            else
+                m++;
+            prev = cut_tensor[i];
+        }
     b->n = m + 1;
     b->start = remat__array((size_t)b->n + 1, sizeof *b->start);
     b->in = remat__array((size_t)b->n + 1, sizeof *b->in);
