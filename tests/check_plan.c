@@ -434,6 +434,11 @@ START_TEST(plan_should_replay_revolve_and_plan_every_strategy_around_dead_branch
             ck_assert_int_eq(remat_replay(a, &sc, NULL, NULL, &r, &err), REMAT_OK);
             ck_assert_msg(r.valid, "seed %llu, %llu slots: %s", (unsigned long long)seed, (unsigned long long)sl,
                           err.msg);
+            /* A dead op runs once: recomputing it would buy nothing. */
+            for (size_t i = 0; i < sc.n; i++)
+                ck_assert_msg(sc.ins[i].kind != REMAT_I_RECOMPUTE || g->ops[sc.ins[i].arg].id[0] != 'd',
+                              "seed %llu, %llu slots: recomputes dead op %s", (unsigned long long)seed,
+                              (unsigned long long)sl, g->ops[sc.ins[i].arg].id);
             remat_replay_result_destroy(&r);
             remat_schedule_destroy(&sc);
         }

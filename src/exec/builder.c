@@ -33,7 +33,9 @@ remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, rema
     b->last_read = remat__array(nt, sizeof *b->last_read);
     b->stack = remat__array(stack_n, sizeof *b->stack);
     b->chain = remat__array(no, sizeof *b->chain);
-    if (!b->res || !b->fwd_done || !b->pin || !b->rem || !b->in_chain || !b->last_read || !b->stack || !b->chain) {
+    b->live = remat__calloc(no, 1);
+    if (!b->res || !b->fwd_done || !b->pin || !b->rem || !b->in_chain || !b->last_read || !b->stack || !b->chain ||
+        !b->live) {
         remat__builder_destroy(b);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
     }
@@ -41,6 +43,22 @@ remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, rema
         b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
         b->rem[t] = a->saver_off[t + 1] - a->saver_off[t];
     }
+    /* An op is live when something it makes is a graph output, is saved by
+     * a backward step or is read by a live op: one sweep against forward
+     * order, with res standing in for "needed" (it is reset below). */
+    for (uint32_t i = g->n_ops; i-- > 0;) {
+        uint32_t k = a->order[i];
+        const remat_op *o = &g->ops[k];
+        const uint32_t *in = remat_op_inputs(g, o), *made = remat_op_outputs(g, o);
+        for (uint32_t q = 0; q < o->n_out && !b->live[k]; q++)
+            b->live[k] = a->is_output[made[q]] || b->rem[made[q]] > 0 || b->res[made[q]] == 2;
+        if (b->live[k])
+            for (uint32_t q = 0; q < o->n_in; q++)
+                if (g->tensors[in[q]].kind == REMAT_TENSOR_ACTIVATION)
+                    b->res[in[q]] = 2;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
     return REMAT_OK;
 }
 
@@ -54,12 +72,15 @@ void remat__builder_destroy(remat_builder *b)
     remat__free(b->last_read);
     remat__free(b->stack);
     remat__free(b->chain);
-    b->res = b->fwd_done = b->pin = NULL;
+    remat__free(b->live);
+    b->res = b->fwd_done = b->pin = b->live = NULL;
     b->rem = b->in_chain = b->last_read = b->stack = b->chain = NULL;
 }
 
 remat_status remat__builder_forward(remat_builder *b, uint32_t op)
 {
+    if (b->fwd_done[op] && !b->live[op])
+        return REMAT_OK;
     remat_status st = emit(b, b->fwd_done[op] ? REMAT_I_RECOMPUTE : REMAT_I_FWD, op);
     if (st != REMAT_OK)
         return st;

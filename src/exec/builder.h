@@ -26,6 +26,7 @@ typedef struct remat_builder {
     uint32_t *in_chain; /* op -> stamp of the rebuild chain that recomputes it */
     uint32_t *last_read;
     uint32_t *stack, *chain;
+    uint8_t *live;      /* op: something it makes reaches an output, a save or a live op */
     uint32_t stamp;
 } remat_builder;
 
@@ -33,7 +34,10 @@ typedef struct remat_builder {
 remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, remat_schedule *out, remat_err *err);
 void remat__builder_destroy(remat_builder *b);
 
-/* Emits FWD op (first time) or RECOMPUTE op; its inputs must be resident. */
+/* Emits FWD op (first time) or RECOMPUTE op; its inputs must be resident.
+ * A dead op (not live) runs once, in the forward pass: a sweep that
+ * advances through it again emits nothing, as recomputing it would cost
+ * FLOPs for tensors no one reads. */
 remat_status remat__builder_forward(remat_builder *b, uint32_t op);
 
 /* Emits FREE t if t is a resident activation. */
