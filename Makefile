@@ -4,7 +4,7 @@
 #   make check      install missing Debian packages, build, run every test
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
-#   make bench      benchmarks that print figures (never pass/fail on time)
+#   make bench      benchmarks that print figures (never pass/fail on time); BENCH="load ..." picks sections
 #   make fuzz       libFuzzer targets (clang) for FUZZ_SECONDS each (build-fuzz/)
 #   make demo       compare strategies and plan the bundled transformer at 16 MiB
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -109,12 +109,15 @@ valgrind: deps
 	CK_FORK=no REMAT_FIXTURES=tests/fixtures valgrind --quiet --error-exitcode=9 --leak-check=full \
 		--errors-for-leak-kinds=definite,indirect $(BUILD)/check_remat
 
+# BENCH names sections (make bench BENCH="load resnet50"); empty runs all.
+BENCH ?=
 bench: deps
 	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
-	$(BUILD)/bench_remat $(BUILD)/remat
+	$(BUILD)/bench_remat $(BUILD)/remat $(BENCH)
 
 # Fuzzing: the graph loader (with analysis, policy, replay, reports, tracer
-# and planners) and the plan reader, under ASan + UBSan, each for
+# and planners), the plan reader and the importers (Checkmate, DTR logs),
+# under ASan + UBSan, each for
 # FUZZ_SECONDS. The seeds are tests/fuzz/corpus/*; what the fuzzer finds
 # goes to build-fuzz/corpus/* (not committed) and crashes to build-fuzz/.
 FUZZ_SECONDS ?= 60
