@@ -1,5 +1,7 @@
 /*
- * remat/import.h - peers' training graphs converted into remat graphs.
+ * remat/import.h - peers' training graphs converted into remat graphs:
+ * Checkmate/Moccasin graphs (below) and the DTR prototype's operator logs
+ * (after remat_import_checkmate_file).
  *
  * Checkmate (Jain et al., MLSys 2020) and Moccasin (Bartan et al., ICML 2023)
  * describe a training step as one networkx DiGraph saved as node-link JSON:
@@ -70,6 +72,165 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
 /* Reads path ("-" for stdin) and converts it; as above. */
 remat_status remat_import_checkmate_file(const char *path, const char *name, char **out, size_t *out_len,
                                          remat_import_summary *summary, remat_err *err);
+
+/* ---- The DTR prototype's operator-trace logs --------------------------------
+ *
+ * DTR (Kirisame et al., "Dynamic Tensor Rematerialization", ICLR 2021;
+ * github.com/uwsampl/dtr-prototype) runs a modified PyTorch that logs every
+ * operator on a checkpointed tensor, one JSON object per line, and replays
+ * the log in its simulator (simrd). What remat reads, and where it learned
+ * it (all in uwsampl/dtr-prototype):
+ *
+ *   - the writer, dtr_code/dtr-implementation.patch: aten/src/ATen/Logger.h
+ *     (the field names; MEMORY, ALIAS and TIME are written as decimal
+ *     *strings*), aten/src/ATen/CheckpointTensorImpl.cpp (TIME is the
+ *     operator's wall time in nanoseconds; MEMORY is the result's storage
+ *     nbytes, and for a view the storage it shares; ALIAS is the index in
+ *     ARGS of the argument a result is a view of, -1 for none; every
+ *     argument is checkpointed first, so a non-checkpointed one shows up as a
+ *     CONSTANT just before the CALL); tensor names are "x<counter>";
+ *   - the reader, simrd/simrd/parse/parse.py (parse, parse_file): which
+ *     lines must follow which, the backward rule, COPY/COPY_FROM/RELEASE
+ *     reference counting, MUTATE as a new version;
+ *   - the harness, dtr_code/dtr_eval/shared/run_torch_trial.py (it writes
+ *     the ANNOTATE START line before the logged run) and model_util.py (it
+ *     deletes the data, target and loss before the log ends, "so anything
+ *     still live will be a gradient or weight").
+ *
+ * The instructions, with the fields remat reads (other fields, such as an
+ * older writer's CONSTANTS, are ignored):
+ *
+ *   {"INSTRUCTION":"CONSTANT","NAME":n}    a tensor made outside the log (a weight,
+ *                                          the data); the next line must be its MEMORY
+ *   {"INSTRUCTION":"MEMORY","NAME":n,"MEMORY":"bytes"}
+ *   {"INSTRUCTION":"CALL","NAME":op,"ARGS":[n...],"RESULT":[n...],"TIME":"ns"}
+ *                                          followed by MEMORY r then ALIAS r for each
+ *                                          result r, in RESULT order
+ *   {"INSTRUCTION":"ALIAS","NAME":r,"ALIAS":"i"}   r is a view of ARGS[i]; "-1": not a view
+ *   {"INSTRUCTION":"MUTATE","NAME":op,"ARGS":[n...],"MUTATE":[i...],"TIME":"ns"}
+ *                                          an in-place op writing ARGS[i] for each i
+ *   {"INSTRUCTION":"COPY","DST":n,"SRC":m}        a new name n for m's tensor
+ *   {"INSTRUCTION":"COPY_FROM","DST":n,"SRC":m}   name n now stands for m's tensor
+ *   {"INSTRUCTION":"RELEASE","NAME":n}            name n is dropped
+ *   {"INSTRUCTION":"ANNOTATE","ANNOTATION":a}     "START", "BACKWARD", or any note
+ *   {"INSTRUCTION":"PIN","NAME":n}                the writer has it; simrd does not
+ *                                                  read it; ignored
+ *
+ * Counts (MEMORY, TIME, ALIAS, MUTATE indices) may be JSON numbers or
+ * decimal strings; they must be whole (ALIAS may be -1), and bytes and times
+ * non-negative. Blank lines are skipped.
+ *
+ * The mapping to a remat graph:
+ *
+ *   lines before the first   skipped (simrd's parse_file(start=True) does the
+ *   ANNOTATE "START"         same; a log without START is read whole)
+ *   backward part            from the first CALL or MUTATE whose NAME contains
+ *                            "backward", or an ANNOTATE "BACKWARD", to the end
+ *                            (simrd's rule; it is sticky). Only the forward part
+ *                            becomes ops; the backward part gives saves and
+ *                            bwd_flops
+ *   forward CALL             one op, type = NAME, inputs = ARGS, one output per
+ *                            RESULT (bytes = MEMORY; a result with ALIAS i is a
+ *                            view: alias_of = ARGS[i], no bytes of its own, as
+ *                            simrd counts it); flops = TIME in nanoseconds, so
+ *                            every cost in the graph is measured time, not FLOPs.
+ *                            Single-result ops are named after their result; a
+ *                            multi-result op after its first result. A CALL
+ *                            without results makes no op
+ *   forward MUTATE           functionalized as simrd does: an op (type = NAME,
+ *                            inputs = ARGS, flops = TIME) whose outputs are new
+ *                            versions "n@1", "n@2", ... of each mutated name n,
+ *                            each as large as the storage it overwrites; later
+ *                            reads of n read the newest version
+ *   CONSTANT                 an input, or a param when the log never releases it:
+ *                            the harness frees data, target and loss before the
+ *                            log ends and keeps the weights (reference counts
+ *                            over COPY, COPY_FROM, RELEASE and MUTATE as in
+ *                            simrd). Frozen weights cannot be told apart from
+ *                            trainable ones; buffers the model frees count as
+ *                            inputs. A log without a backward part trains
+ *                            nothing: all its constants are inputs
+ *   COPY, COPY_FROM          only names: no op, no tensor
+ *   RELEASE                  only reference counts (remat derives lifetimes
+ *                            itself); a release of an unknown name is ignored,
+ *                            as simrd ignores it, and counted
+ *   gradient seed and loss   loss.backward() logs ones_like(loss) just before the
+ *                            first backward op. So if the last forward op is a
+ *                            CALL with one argument and one result (not a view)
+ *                            that no forward op reads and the backward part
+ *                            reads, it is the seed: it makes no op, and its
+ *                            argument is the loss, the one graph output.
+ *                            Otherwise the outputs are the forward results that
+ *                            nothing reads and that are still live when the
+ *                            forward part ends (none: an error)
+ *   backward CALL or MUTATE  its forward arguments S (distinct, the seed left
+ *                            out) are saved by one forward op, and its TIME is
+ *                            added to that op's bwd_flops. The log does not say
+ *                            which forward op a backward op belongs to; the
+ *                            candidates are the ops that get a backward step (by
+ *                            remat's gradient-flow rules) and have every tensor
+ *                            of S among their inputs or outputs. The one chosen
+ *                            is the earliest (in forward order) whose type is
+ *                            the NAME's part before "_backward" (PyTorch names
+ *                            most backward kernels so: cudnn_convolution_backward
+ *                            belongs to cudnn_convolution), else the earliest of
+ *                            all: its backward step runs last, so no saved
+ *                            tensor is freed before a real read (mm(x.t(), grad)
+ *                            in addmm's backward reads x, and x's producer
+ *                            saves it). If no op has all of S, each tensor goes
+ *                            to an op that has it by the same rule (the TIME
+ *                            with the first); reads and times no op takes
+ *                            (gradient arithmetic reads no forward tensor) are
+ *                            counted in the summary. An op no backward
+ *                            instruction is given has bwd_flops 0 and saves
+ *                            nothing
+ *
+ * The converted graph's "meta" records the source, the counts, the loss and
+ * the seed; each op's "attrs" gives its log line.
+ *
+ *     if (remat_import_dtr_file("resnet32.log", NULL, &json, &len, &sum, &err) != REMAT_OK)
+ *         fprintf(stderr, "%s\n", err.msg);  // "resnet32.log:17: ARGS[1]: unknown tensor 'x42'"
+ */
+typedef struct remat_import_dtr_summary {
+    uint32_t lines;             /* instruction lines read after START (blank lines not counted) */
+    uint32_t skipped;           /* lines before the START annotation */
+    uint32_t backward_line;     /* the line where the backward part starts; 0: no backward part */
+    uint32_t forward_calls, forward_mutates;
+    uint32_t backward_calls, backward_mutates;
+    uint32_t constants;         /* CONSTANT lines, both parts */
+    uint32_t params, inputs;    /* the forward constants, split by the release rule */
+    uint32_t releases, releases_ignored; /* RELEASE lines; those of unknown or released names */
+    uint32_t reads_after_release; /* arguments read through a released name (simrd allows it) */
+    uint32_t copies, copy_froms, annotations, pins;
+    uint32_t empty;             /* forward CALLs without RESULT or MUTATEs without MUTATE: no op */
+    uint32_t ops, views;        /* in the converted graph */
+    uint32_t seed;              /* 1 when a gradient seed was found (the loss is its argument) */
+    uint32_t unattributed;      /* backward instructions whose TIME no forward op took */
+    uint64_t saves;             /* references written into saves */
+    uint64_t unattributed_reads; /* forward tensors read in backward that no op could save */
+    uint64_t forward_ns, backward_ns, unattributed_ns; /* TIME sums (saturating) */
+} remat_import_dtr_summary;
+
+/* Converts a DTR log (text, len bytes, need not be NUL-terminated) into
+ * remat-graph JSON text. `source` names the log in messages and meta; `name`
+ * is the graph's name (NULL: source's file name without its extension, or
+ * "dtr"). On success *out owns the NUL-terminated text (remat_free), *out_len
+ * (if not NULL) its length and *summary (if not NULL) the counts. Failures
+ * name the line and the field: REMAT_EPARSE for a line that is not JSON
+ * ("log:4:12: not valid JSON near here"), REMAT_EGRAPH for one that breaks
+ * the format ("log:17: ARGS[1]: unknown tensor 'x42'", "log:9: RESULT[0]:
+ * 'x3' is already defined (line 5)", "log:6: INSTRUCTION: expected the
+ * MEMORY line of 'x3' (RESULT[0] of the CALL at line 5), found ALIAS") or
+ * cannot be mapped (no forward op, no output), REMAT_EOVERFLOW for a
+ * bwd_flops sum above 2^64-1, REMAT_ENOMEM. Cost: O(lines + references)
+ * plus, per backward instruction, the ops that read or make its first
+ * forward argument. */
+remat_status remat_import_dtr(const char *text, size_t len, const char *source, const char *name, char **out,
+                              size_t *out_len, remat_import_dtr_summary *summary, remat_err *err);
+
+/* Reads path ("-" for stdin) and converts it; as above. */
+remat_status remat_import_dtr_file(const char *path, const char *name, char **out, size_t *out_len,
+                                   remat_import_dtr_summary *summary, remat_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * cmd_import.c - `remat import checkmate FILE [--name NAME] [-o GRAPH]`.
+ * cmd_import.c - `remat import checkmate|dtr FILE [--name NAME] [-o GRAPH]`.
  *
  * Converts a peer's graph file into a remat graph (remat/import.h has the
  * mapping), then loads and analyzes the result with the one loader before
@@ -12,6 +12,27 @@
 
 #include <getopt.h>
 #include <string.h>
+
+static void print_dtr_summary(FILE *f, const char *path, const remat_import_dtr_summary *s, const remat_graph *g,
+                              const remat_analysis *a)
+{
+    fprintf(f, "imported %s: %u lines after START (%u skipped before it); forward %u CALLs, %u MUTATEs", path,
+            s->lines, s->skipped, s->forward_calls, s->forward_mutates);
+    if (s->backward_line)
+        fprintf(f, "; backward from line %u: %u CALLs, %u MUTATEs", s->backward_line, s->backward_calls,
+                s->backward_mutates);
+    else
+        fprintf(f, "; no backward part (an inference log)");
+    fprintf(f, "; %u releases (%u of unknown names)\n", s->releases, s->releases_ignored);
+    fprintf(f,
+            "-> graph '%s': %u ops (%u of them views), %u params, %u inputs, loss %s, %u backward steps, %llu "
+            "saves; costs in ns: forward %llu, backward %llu (%llu in %u backward instructions no forward op "
+            "took)\n",
+            g->name, g->n_ops, s->views, s->params, s->inputs,
+            s->seed ? "from the gradient seed" : "= the unread live results", a->n_bwd, (unsigned long long)s->saves,
+            (unsigned long long)s->forward_ns, (unsigned long long)s->backward_ns,
+            (unsigned long long)s->unattributed_ns, s->unattributed);
+}
 
 int cmd_import(int argc, char **argv)
 {
@@ -35,22 +56,35 @@ int cmd_import(int argc, char **argv)
                    "             have id, name, backward, cost_cpu, cost_ram. Forward nodes become ops\n"
                    "             (bytes = cost_ram, flops = cost_cpu); each backward node becomes its\n"
                    "             forward op's bwd_flops and saves (the forward tensors it reads); the\n"
-                   "             loss node is the graph output; the input is implicit (0 bytes).\n");
+                   "             loss node is the graph output; the input is implicit (0 bytes).\n"
+                   "  dtr        the DTR prototype's operator logs (uwsampl/dtr-prototype): JSON lines\n"
+                   "             CALL/MEMORY/ALIAS/MUTATE/CONSTANT/COPY/COPY_FROM/RELEASE/ANNOTATE, read\n"
+                   "             from the START annotation. Forward CALLs and MUTATEs become ops (flops =\n"
+                   "             TIME in ns, bytes = MEMORY, ALIAS -> a view, MUTATE -> a new version\n"
+                   "             'x5@1'); constants the log never releases are params, the rest inputs;\n"
+                   "             the backward part (from the first op named *backward*) gives saves and\n"
+                   "             bwd_flops, each backward call to the forward op it names (X_backward)\n"
+                   "             or else the earliest that has its arguments; ones_like(loss) before it\n"
+                   "             marks the loss. remat/import.h has the details.\n");
             return REMAT_EXIT_OK;
         default: return remat_cli_usage_error("import", "bad option");
         }
     }
     if (optind != argc - 2)
         return remat_cli_usage_error("import", "expected FORMAT and FILE");
-    if (strcmp(argv[optind], "checkmate") != 0)
-        return remat_cli_usage_error("import", "unknown format '%s' (known: checkmate)", argv[optind]);
+    int dtr = strcmp(argv[optind], "dtr") == 0;
+    if (!dtr && strcmp(argv[optind], "checkmate") != 0)
+        return remat_cli_usage_error("import", "unknown format '%s' (known: checkmate, dtr)", argv[optind]);
     const char *path = argv[optind + 1];
     remat_err err;
     remat_err_init(&err);
     char *json = NULL;
     size_t len = 0;
     remat_import_summary sum;
-    if (remat_import_checkmate_file(path, name, &json, &len, &sum, &err) != REMAT_OK)
+    remat_import_dtr_summary ds;
+    remat_status st = dtr ? remat_import_dtr_file(path, name, &json, &len, &ds, &err)
+                          : remat_import_checkmate_file(path, name, &json, &len, &sum, &err);
+    if (st != REMAT_OK)
         return remat_cli_fail(&err);
     remat_graph *g = NULL;
     remat_analysis *a = NULL;
@@ -64,13 +98,16 @@ int cmd_import(int argc, char **argv)
     if (rc == REMAT_EXIT_OK) {
         /* The summary goes where it cannot mix with the graph text. */
         FILE *f = strcmp(out, "-") == 0 ? stderr : stdout;
-        fprintf(f,
-                "imported %s: %u forward nodes, %s, %u backward nodes (%u matched by Checkmate's layout, not by "
-                "name), %u links -> graph '%s': %u ops, %u backward steps, %llu saves; %u forward nodes without "
-                "a backward node\n",
-                path, sum.forward_nodes, sum.backward_nodes ? "a loss" : "no loss (an inference graph)",
-                sum.backward_nodes, sum.by_layout, sum.links, g->name, g->n_ops, a->n_bwd,
-                (unsigned long long)sum.saves, sum.without_backward);
+        if (dtr)
+            print_dtr_summary(f, path, &ds, g, a);
+        else
+            fprintf(f,
+                    "imported %s: %u forward nodes, %s, %u backward nodes (%u matched by Checkmate's layout, not "
+                    "by name), %u links -> graph '%s': %u ops, %u backward steps, %llu saves; %u forward nodes "
+                    "without a backward node\n",
+                    path, sum.forward_nodes, sum.backward_nodes ? "a loss" : "no loss (an inference graph)",
+                    sum.backward_nodes, sum.by_layout, sum.links, g->name, g->n_ops, a->n_bwd,
+                    (unsigned long long)sum.saves, sum.without_backward);
         if (strcmp(out, "-") != 0)
             fprintf(f, "graph written to %s\n", out);
     }

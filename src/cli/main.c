@@ -40,8 +40,8 @@ static const remat_command commands[] = {
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
      "[--state STATE] [-o STATE] [--every N]",
      "run real training steps under a plan: losses, measured vs accounted peak, time with and without recompute"},
-    {"import", cmd_import, "checkmate FILE [--name NAME] [-o GRAPH]",
-     "convert a Checkmate/Moccasin training graph (networkx node-link JSON) into a remat graph"},
+    {"import", cmd_import, "checkmate|dtr FILE [--name NAME] [-o GRAPH]",
+     "convert a Checkmate/Moccasin training graph or a DTR operator log into a remat graph"},
     {"alloc", cmd_alloc,
      "GRAPH [PLAN] [--policy best-fit|first-fit|caching|all] [--static greedy-size|greedy-lifetime|alloc-order|best|none] "
      "[--activation-only] [--svg FILE [--svg-layout static|POLICY]] [--work N] [--json] [-o FILE]",
