@@ -123,7 +123,7 @@ bench: deps
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_TARGETS := graph plan
+FUZZ_TARGETS := graph plan import
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(BUILD)/libremat.a $(LDLIBS)
