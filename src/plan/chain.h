@@ -1,6 +1,7 @@
 /*
  * chain.h - a graph seen as a chain of stages, for strategies that move
- * along it (the chain dynamic program of chain_dp.c).
+ * along it (the chain dynamic program of chain_dp.c, and Revolve, which
+ * emits through the primitives below over the block chain).
  *
  * A stage is a run of consecutive blocks of blocks.c, described by the same
  * remat_blocks record (start[j], in[j]): the block chain itself, or a
@@ -54,7 +55,8 @@ remat_status remat__chain_backward(remat_chain_emit *E, uint32_t j);
 
 /* Reverses one stage from a resident x_j: its first forward if it never
  * ran (keeping its tape), else a rebuild of its tape from x_j; then its
- * backward (Revolve's reverse_block, step for step). `how` combines:
+ * backward (with KEEP_INPUT, how Revolve reverses each block). `how`
+ * combines:
  *   REMAT_CHAIN_KEEP_INPUT  x_j keeps the pin it had (else it is freed as
  *                           soon as nothing here needs it, unless saved);
  *   REMAT_CHAIN_LAZY        rebuild each backward step's saves just before

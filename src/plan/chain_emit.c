@@ -2,16 +2,16 @@
  * chain_emit.c - schedule primitives along a chain of stages (chain.h).
  *
  * Each primitive states one decision (what stays resident when a stage
- * runs) and leaves residency bookkeeping to the builder. advance() and
- * chain_reverse(KEEP_INPUT) are revolve.c's advance and reverse_block
- * applied to stages, step for step, so that a schedule Revolve emits is a
- * schedule of the chain dynamic program's family with the same replayed
- * memory. What the program adds: the tape forward and the separate
- * backward (Beaumont et al.'s "store the stage's whole tape" choice), a
- * reverse that frees its input once nothing needs it, and a lazy reverse
- * that rebuilds each backward step's saves just before it runs. revolve.c
- * could emit through these primitives too; it keeps its own copies for now
- * (they are short, and it was being changed while this was written).
+ * runs) and leaves residency bookkeeping to the builder. Two strategies
+ * emit through them: Revolve (revolve.c) with advance, pin, release and
+ * chain_reverse(KEEP_INPUT) over the block chain, and the chain dynamic
+ * program (chain_profile.c's probes, chain_table.c's plans) over stages,
+ * so a schedule Revolve emits is a schedule of the program's family with
+ * the same replayed memory. What the program adds: the tape forward and
+ * the separate backward (Beaumont et al.'s "store the stage's whole tape"
+ * choice), a reverse that frees its input once nothing needs it, and a
+ * lazy reverse that rebuilds each backward step's saves just before it
+ * runs.
  */
 #include "chain.h"
 #include "../util/util_internal.h"

@@ -22,15 +22,22 @@
  * first forward is the +1: on a chain of single ops that save their input,
  * FWD + RECOMPUTE = t(l, s) + 1 and RECOMPUTE = t(l, s) + 1 - l.
  *
+ * Emitting: the blocks are chain.h's stages (the same remat_blocks
+ * record), and Revolve writes through chain.h's primitives: an advance is
+ * remat__chain_advance, a block's reverse is remat__chain_reverse with
+ * REMAT_CHAIN_KEEP_INPUT (x_j keeps the pin a snapshot gave it), taking and
+ * dropping a snapshot are remat__chain_pin and remat__chain_release. Its
+ * schedules are therefore schedules of the chain dynamic program's family,
+ * with the same replayed memory, and the emitter's advance count is the
+ * block_advances reported.
+ *
  * The slot count comes from the budget: the s whose replayed plan is best
  * (every s on chains of up to 64 blocks, else a binary search for the
  * largest s that fits, from the smallest s whose schedule has a sane length;
  * the replay judges every probe).
  */
-#include "planner.h"
+#include "chain.h"
 #include "../util/util_internal.h"
-
-#include <string.h>
 
 /* C(n, k), saturating at UINT64_MAX. */
 static uint64_t binom(uint64_t n, uint64_t k)
@@ -91,137 +98,6 @@ static uint64_t split(uint64_t l, uint64_t s)
     return m;
 }
 
-typedef struct {
-    remat_builder B;
-    const remat_blocks *bl;
-    uint64_t advances; /* block forward runs in advancing sweeps */
-    uint32_t *tape;    /* scratch: the saves of one block's backward steps */
-} rv;
-
-static int block_has_unrun_ops(rv *R, uint32_t j)
-{
-    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++)
-        if (!R->B.fwd_done[R->B.a->order[i]])
-            return 1;
-    return 0;
-}
-
-/* Runs blocks a..m-1 forward from x_a, leaving x_m resident and freeing
- * everything else that is not pinned once its forward uses are over. */
-static remat_status advance(rv *R, uint32_t a, uint32_t m)
-{
-    const remat_analysis *an = R->B.a;
-    const remat_graph *g = an->g;
-    uint32_t target = R->bl->in[m];
-    remat_status st;
-    for (uint32_t j = a; j < m; j++) {
-        R->advances++;
-        for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
-            uint32_t k = an->order[i];
-            const remat_op *op = &g->ops[k];
-            const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
-            int all = 1;
-            for (uint32_t q = 0; q < op->n_out; q++)
-                all &= R->B.res[out[q]];
-            if (!all && (st = remat__builder_forward(&R->B, k)) != REMAT_OK)
-                return st;
-            for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
-                uint32_t t = q < op->n_in ? in[q] : out[q - op->n_in];
-                const remat_lifetime *L = &an->life[t];
-                if (t == target || R->B.pin[t] || g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
-                    continue;
-                uint32_t last = L->last_fwd_use == REMAT_NONE || L->last_fwd_use < L->birth ? L->birth : L->last_fwd_use;
-                if (last <= i && (st = remat__builder_free(&R->B, t)) != REMAT_OK)
-                    return st;
-            }
-        }
-    }
-    return REMAT_OK;
-}
-
-/* Backward of block j from a resident x_j (pinned meanwhile, so that the
- * block's tape can be rebuilt from it after its last save). */
-static remat_status reverse_block(rv *R, uint32_t j)
-{
-    const remat_analysis *an = R->B.a;
-    const remat_graph *g = an->g;
-    remat_status st;
-    uint32_t x = R->bl->in[j];
-    uint8_t was = x != REMAT_NONE ? R->B.pin[x] : 0;
-    if (x != REMAT_NONE)
-        R->B.pin[x] = 1;
-    if (block_has_unrun_ops(R, j)) {
-        /* First forward of this block: keep what its backward saves. */
-        for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
-            uint32_t k = an->order[i];
-            if ((st = remat__builder_forward(&R->B, k)) != REMAT_OK)
-                return st;
-            const remat_op *op = &g->ops[k];
-            const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
-            for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
-                uint32_t t = q < op->n_in ? in[q] : out[q - op->n_in];
-                const remat_lifetime *L = &an->life[t];
-                if (R->B.pin[t] || R->B.rem[t] > 0 || g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
-                    continue;
-                uint32_t last = L->last_fwd_use == REMAT_NONE || L->last_fwd_use < L->birth ? L->birth : L->last_fwd_use;
-                if (an->is_output[t] && last < g->n_ops - 1)
-                    last = g->n_ops - 1;
-                if (last <= i && (st = remat__builder_free(&R->B, t)) != REMAT_OK)
-                    return st;
-            }
-        }
-    }
-    /* Rebuild the block's whole tape first; then x_j, unless it is a
-     * checkpoint or saved itself, is no longer needed (a block that saves
-     * only its outputs, like a ReLU, does not hold its input). */
-    uint32_t nt = 0;
-    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
-        uint32_t k = an->order[i];
-        if (an->bwd_step[k] == REMAT_NONE)
-            continue;
-        const uint32_t *sv = remat_op_saves(g, &g->ops[k]);
-        for (uint32_t q = 0; q < g->ops[k].n_save; q++)
-            R->tape[nt++] = sv[q];
-    }
-    if ((st = remat__builder_ensure(&R->B, R->tape, nt, g->ops[an->order[R->bl->start[j + 1] - 1]].id)) != REMAT_OK)
-        return st;
-    if (x != REMAT_NONE) {
-        R->B.pin[x] = was;
-        if (!was && R->B.rem[x] == 0 && (st = remat__builder_free(&R->B, x)) != REMAT_OK)
-            return st;
-    }
-    for (uint32_t i = R->bl->start[j + 1]; i-- > R->bl->start[j];) {
-        uint32_t k = an->order[i];
-        if (an->bwd_step[k] != REMAT_NONE && (st = remat__builder_backward(&R->B, k)) != REMAT_OK)
-            return st;
-    }
-    /* Drop what is left of the block (dead outputs, unsaved stepping stones). */
-    for (uint32_t i = R->bl->start[j]; i < R->bl->start[j + 1]; i++) {
-        const remat_op *op = &g->ops[an->order[i]];
-        const uint32_t *out = remat_op_outputs(g, op);
-        for (uint32_t q = 0; q < op->n_out; q++)
-            if (!R->B.pin[out[q]] && R->B.rem[out[q]] == 0 && (st = remat__builder_free(&R->B, out[q])) != REMAT_OK)
-                return st;
-    }
-    return REMAT_OK;
-}
-
-static void pin(rv *R, uint32_t j, uint8_t v)
-{
-    uint32_t x = R->bl->in[j];
-    if (x != REMAT_NONE)
-        R->B.pin[x] = v;
-}
-
-static remat_status release(rv *R, uint32_t j)
-{
-    uint32_t x = R->bl->in[j];
-    if (x == REMAT_NONE)
-        return REMAT_OK;
-    R->B.pin[x] = 0;
-    return remat__builder_free(&R->B, x);
-}
-
 /* Reverses blocks a..b-1 with s slots. The split case is written as
  * recursion in the papers: advance m, reverse the right part with s-1 slots,
  * release, reverse the left part with s slots. Here the right part is a
@@ -234,44 +110,44 @@ typedef struct {
     int right_done; /* the right part of the split is reversed */
 } rev_frame;
 
-static remat_status rev_leaf(rv *R, uint32_t a, uint32_t b, uint64_t s)
+static remat_status rev_leaf(remat_chain_emit *E, uint32_t a, uint32_t b, uint64_t s)
 {
     remat_status st;
     if (b - a == 1)
-        return reverse_block(R, a);
+        return remat__chain_reverse(E, a, REMAT_CHAIN_KEEP_INPUT);
     if (s >= b - a) {
         /* Enough slots for every boundary: one sweep, then reverse. */
         for (uint32_t j = a; j + 1 < b; j++) {
-            if ((st = advance(R, j, j + 1)) != REMAT_OK)
+            if ((st = remat__chain_advance(E, j, j + 1)) != REMAT_OK)
                 return st;
-            pin(R, j + 1, 1);
+            remat__chain_pin(E, j + 1);
         }
         for (uint32_t j = b; j-- > a;) {
-            if ((st = reverse_block(R, j)) != REMAT_OK)
+            if ((st = remat__chain_reverse(E, j, REMAT_CHAIN_KEEP_INPUT)) != REMAT_OK)
                 return st;
-            if (j > a && (st = release(R, j)) != REMAT_OK)
+            if (j > a && (st = remat__chain_release(E, j)) != REMAT_OK)
                 return st;
         }
         return REMAT_OK;
     }
     /* s <= 1 */
     for (uint32_t j = b; j-- > a;) {
-        if (j > a && (st = advance(R, a, j)) != REMAT_OK)
+        if (j > a && (st = remat__chain_advance(E, a, j)) != REMAT_OK)
             return st;
-        if ((st = reverse_block(R, j)) != REMAT_OK)
+        if ((st = remat__chain_reverse(E, j, REMAT_CHAIN_KEEP_INPUT)) != REMAT_OK)
             return st;
-        if (j > a && (st = release(R, j)) != REMAT_OK)
+        if (j > a && (st = remat__chain_release(E, j)) != REMAT_OK)
             return st;
     }
     return REMAT_OK;
 }
 
-static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
+static remat_status rev(remat_chain_emit *E, uint32_t a, uint32_t b, uint64_t s)
 {
     uint64_t cap = (s < b - a ? s : b - a) + 1;
     rev_frame *stack = remat__array((size_t)cap, sizeof *stack);
     if (!stack)
-        return remat_err_set(R->B.err, REMAT_ENOMEM, "out of memory building the schedule");
+        return remat_err_set(E->B.err, REMAT_ENOMEM, "out of memory building the schedule");
     size_t depth = 1;
     stack[0] = (rev_frame){a, b, 0, s, 0};
     remat_status st = REMAT_OK;
@@ -280,21 +156,21 @@ static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
         uint32_t l = f->b - f->a;
         if (f->right_done) {
             /* Release x_{a+m}, then reverse the left part with s slots. */
-            if ((st = release(R, f->a + f->m)) != REMAT_OK)
+            if ((st = remat__chain_release(E, f->a + f->m)) != REMAT_OK)
                 break;
             f->b = f->a + f->m;
             f->right_done = 0;
             continue;
         }
         if (l == 1 || f->s >= l || f->s <= 1) {
-            st = rev_leaf(R, f->a, f->b, f->s);
+            st = rev_leaf(E, f->a, f->b, f->s);
             depth--;
             continue;
         }
         f->m = (uint32_t)split(l, f->s);
-        if ((st = advance(R, f->a, f->a + f->m)) != REMAT_OK)
+        if ((st = remat__chain_advance(E, f->a, f->a + f->m)) != REMAT_OK)
             break;
-        pin(R, f->a + f->m, 1);
+        remat__chain_pin(E, f->a + f->m);
         f->right_done = 1;
         /* s - 1 >= 1 slots for at least one block: depth stays below cap. */
         stack[depth++] = (rev_frame){f->a + f->m, f->b, 0, f->s - 1, 0};
@@ -307,24 +183,16 @@ static remat_status rev(rv *R, uint32_t a, uint32_t b, uint64_t s)
 remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks *bl, uint64_t s,
                                      remat_schedule *out, uint64_t *advances, remat_err *err)
 {
-    rv R;
-    memset(&R, 0, sizeof R);
-    R.bl = bl;
-    remat_status st = remat__builder_init(&R.B, a, out, err);
+    remat_chain_emit E;
+    remat_status st = remat__chain_emit_init(&E, a, bl, out, err);
     if (st != REMAT_OK)
         return st;
-    R.tape = remat__array(a->g->n_refs ? a->g->n_refs : 1, sizeof *R.tape);
-    if (!R.tape) {
-        remat__builder_destroy(&R.B);
-        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
-    }
-    st = rev(&R, 0, bl->n, s < 1 ? 1 : s);
+    st = rev(&E, 0, bl->n, s < 1 ? 1 : s);
     if (st == REMAT_OK)
-        st = remat__builder_opt(&R.B);
+        st = remat__builder_opt(&E.B);
     if (advances)
-        *advances = R.advances;
-    remat__free(R.tape);
-    remat__builder_destroy(&R.B);
+        *advances = E.advances;
+    remat__chain_emit_destroy(&E);
     return st;
 }
 
