@@ -20,7 +20,9 @@ typedef struct remat_compare_row {
     char strategy[32];
     int linearized;
     remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
-    char message[160];       /* for statuses other than OK/EINFEASIBLE */
+    int replayed;            /* the figures below are a replayed plan's: OK, or EINFEASIBLE with a best
+                              * effort (exact proves a budget infeasible without one) */
+    char message[160];       /* when not replayed: why */
     uint64_t peak_bytes;     /* replayed total peak */
     uint64_t metric;         /* what the budget caps (total or activation peak) */
     uint64_t extra_flops;

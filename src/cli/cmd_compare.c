@@ -84,6 +84,12 @@ int cmd_compare(int argc, char **argv)
     }
     if (optind != argc - 1)
         return remat_cli_usage_error("compare", "expected exactly one GRAPH");
+    /* A side-by-side table should come back in about a second: exact (and
+     * auto's run of it) gets 1 s here unless --time-limit says otherwise;
+     * `remat plan --strategy exact` keeps its 10 s default. A sweep runs
+     * exact once per budget, so the same applies per point. */
+    if (o.time_limit <= 0)
+        o.time_limit = 1;
     if (!sweep && o.budget_kind == REMAT_BUDGET_NONE)
         return remat_cli_usage_error("compare", "give --budget B or --activation-budget B (or --sweep N)");
     if (svg && !sweep)

@@ -19,8 +19,10 @@ static const remat_command commands[] = {
      "[--dp-slots N] [--time-limit S] [--never-recompute OPS] [-o PLAN] [--json]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
-     "GRAPH (--budget B | --activation-budget B) [--json] | GRAPH --sweep N [--svg FILE] [--activation-budget 0]",
-     "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart)"},
+     "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
+     "[--activation-budget 0]",
+     "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
+     "--time-limit S seconds (default 1)"},
     {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
     {"ledger", cmd_ledger,

@@ -91,7 +91,10 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
     remat_status st = remat_plan_make(a, &sub, &plan, &r, &local);
     row->seconds = now() - t0;
     row->status = st;
-    if (st == REMAT_OK || st == REMAT_EINFEASIBLE) {
+    /* A strategy that proves a budget infeasible without a plan (exact)
+     * leaves no replay: its row carries the message instead. */
+    row->replayed = st == REMAT_OK || (st == REMAT_EINFEASIBLE && r.recompute_counts);
+    if (row->replayed) {
         row->peak_bytes = r.peak_bytes;
         row->metric = o->budget_kind == REMAT_BUDGET_ACTIVATION ? r.activation_peak : r.peak_bytes;
         row->extra_flops = r.flops_recompute;
@@ -108,6 +111,10 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
         remat_replay_result_destroy(&r);
         remat_plan_destroy(&plan);
     } else {
+        if (st == REMAT_EINFEASIBLE) {
+            remat_replay_result_destroy(&r);
+            remat_plan_destroy(&plan);
+        }
         /* Long messages are cut: the row is a summary, `remat plan` has the rest. */
         memcpy(row->message, local.msg, sizeof row->message - 1);
         row->message[sizeof row->message - 1] = '\0';
@@ -176,7 +183,7 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
             remat_sweep_destroy(out);
             return st;
         }
-        if ((row.status == REMAT_EINFEASIBLE || row.status == REMAT_OK) && row.metric < lo)
+        if (row.replayed && row.metric < lo)
             lo = row.metric;
         if (strcmp(names[s], "store-all") == 0)
             hi = row.metric;
@@ -234,7 +241,7 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
             const remat_compare_row *r = &rows[i];
             remat_buf_printf(&b, "%s\n  {\"strategy\": \"%s%s\", \"feasible\": %s", i ? "," : "", r->strategy,
                              r->linearized ? "/linearized" : "", r->status == REMAT_OK ? "true" : "false");
-            if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
+            if (r->replayed)
                 remat_buf_printf(&b, ", \"peak_bytes\": %llu, \"budgeted_peak_bytes\": %llu, \"extra_flops\": %llu, "
                                      "\"overhead\": %.6f, \"best_fit_high_water_bytes\": %llu, "
                                      "\"fragmentation_bytes\": %llu, \"static_arena_bytes\": %llu",
@@ -260,7 +267,7 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
             const remat_compare_row *r = &rows[i];
             char name[48];
             snprintf(name, sizeof name, "%s%s", r->strategy, r->linearized ? "/linearized" : "");
-            if (r->status == REMAT_OK || r->status == REMAT_EINFEASIBLE)
+            if (r->replayed)
                 remat_buf_printf(&b, "%-24s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu\n", name,
                                  status_word(r), (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
                                  100.0 * r->overhead, 1000.0 * r->seconds, (unsigned long long)r->best_fit_high_water,
