@@ -1,5 +1,5 @@
 /*
- * check_util.c - src/util: the atomic file writer and the id map.
+ * check_util.c - src/util: the atomic file writer, the id map and byte sizes.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, umask */
 #include "test_util.h"
@@ -157,6 +157,87 @@ START_TEST(strmap_should_report_out_of_memory_when_growing)
 }
 END_TEST
 
+/* ---- remat_parse_bytes ------------------------------------------------ */
+
+/* Every unit, at 1 and at 1.5 (and at the largest whole count below 2^64),
+ * against the multiplier computed here by repeated multiplication; values
+ * near and past 2^64; fractions that are and are not whole bytes. */
+START_TEST(units_should_parse_every_unit_exactly_and_refuse_what_is_not_a_size)
+{
+    static const struct {
+        const char *unit;
+        uint64_t base;
+        int power;
+    } U[] = {{"B", 1, 0},     {"KiB", 1024, 1}, {"MiB", 1024, 2}, {"GiB", 1024, 3}, {"TiB", 1024, 4},
+             {"PiB", 1024, 5}, {"EiB", 1024, 6}, {"KB", 1000, 1},  {"MB", 1000, 2},  {"GB", 1000, 3},
+             {"TB", 1000, 4}, {"PB", 1000, 5},  {"EB", 1000, 6}};
+    remat_err err;
+    char text[64];
+    uint64_t v;
+    for (size_t i = 0; i < sizeof U / sizeof U[0]; i++) {
+        uint64_t m = 1;
+        for (int k = 0; k < U[i].power; k++)
+            m *= U[i].base;
+        snprintf(text, sizeof text, "1%s", U[i].unit);
+        remat_err_init(&err);
+        ck_assert_msg(remat_parse_bytes(text, "--budget", &v, &err) == REMAT_OK && v == m, "%s: %s", text, err.msg);
+        /* Case does not matter, and a space may separate the unit. */
+        snprintf(text, sizeof text, "1 %s", U[i].unit);
+        for (char *c = text; *c; c++)
+            *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        remat_err_init(&err);
+        ck_assert_msg(remat_parse_bytes(text, "--budget", &v, &err) == REMAT_OK && v == m, "%s: %s", text, err.msg);
+        if (m > 1) {
+            snprintf(text, sizeof text, "1.5%s", U[i].unit);
+            remat_err_init(&err);
+            ck_assert_msg(remat_parse_bytes(text, "--budget", &v, &err) == REMAT_OK && v == m + m / 2, "%s: %s",
+                          text, err.msg);
+        }
+        /* The largest whole count of the unit that fits, then one more. */
+        uint64_t most = UINT64_MAX / m;
+        snprintf(text, sizeof text, "%llu%s", (unsigned long long)most, U[i].unit);
+        remat_err_init(&err);
+        ck_assert_msg(remat_parse_bytes(text, "--budget", &v, &err) == REMAT_OK && v == most * m, "%s: %s", text,
+                      err.msg);
+        if (m == 1) /* most + 1 is 2^64: in the list below */
+            continue;
+        snprintf(text, sizeof text, "%llu%s", (unsigned long long)most + 1, U[i].unit);
+        remat_err_init(&err);
+        ck_assert_int_eq(remat_parse_bytes(text, "--budget", &v, &err), REMAT_EOVERFLOW);
+        ck_assert_msg_contains(&err, "exceeds 2^64-1");
+    }
+    static const struct {
+        const char *text;
+        remat_status st;
+        const char *msg;
+    } bad[] = {
+        {"18446744073709551616", REMAT_EOVERFLOW, "exceeds 2^64-1"},
+        {"99999999999999999999999", REMAT_EOVERFLOW, "exceeds 2^64-1"},
+        {"16EiB", REMAT_EOVERFLOW, "exceeds 2^64-1"},
+        {"1.5B", REMAT_EINVAL, "not a whole number of bytes"},
+        {"0.0001KiB", REMAT_EINVAL, "not a whole number of bytes"},
+        {"4K", REMAT_EINVAL, "unknown unit in '4K'"},
+        {"1ZiB", REMAT_EINVAL, "unknown unit"},
+        {"-1", REMAT_EINVAL, "is not a byte size"},
+        {"GiB", REMAT_EINVAL, "is not a byte size"},
+        {"", REMAT_EINVAL, "empty byte size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        remat_err_init(&err);
+        ck_assert_msg(remat_parse_bytes(bad[i].text, "--budget", &v, &err) == bad[i].st, "'%s': %s", bad[i].text,
+                      err.msg);
+        ck_assert_msg_contains(&err, bad[i].msg);
+        ck_assert_msg_contains(&err, "--budget");
+    }
+    /* 2^64 - 1 exactly, and a fraction of EiB that is whole. */
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_parse_bytes("18446744073709551615", "--budget", &v, &err), REMAT_OK);
+    ck_assert_uint_eq(v, UINT64_MAX);
+    ck_assert_int_eq(remat_parse_bytes("15.5EiB", "--budget", &v, &err), REMAT_OK);
+    ck_assert_uint_eq(v, 31ULL << 59);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -170,5 +251,8 @@ Suite *util_suite(void)
     tcase_add_test(m, strmap_should_report_out_of_memory_when_growing);
     tcase_set_timeout(m, 60);
     suite_add_tcase(s, m);
+    TCase *u = tcase_create("units");
+    tcase_add_test(u, units_should_parse_every_unit_exactly_and_refuse_what_is_not_a_size);
+    suite_add_tcase(s, u);
     return s;
 }

@@ -24,11 +24,13 @@ static const struct {
     {"gib", 1ULL << 30},
     {"tib", 1ULL << 40},
     {"pib", 1ULL << 50},
+    {"eib", 1ULL << 60}, /* 2^64 - 1 is 15.99... EiB */
     {"kb", 1000ULL},
     {"mb", 1000000ULL},
     {"gb", 1000000000ULL},
     {"tb", 1000000000000ULL},
     {"pb", 1000000000000000ULL},
+    {"eb", 1000000000000000000ULL},
 };
 
 remat_status remat_parse_bytes(const char *s, const char *what, uint64_t *out, remat_err *err)
@@ -67,7 +69,8 @@ remat_status remat_parse_bytes(const char *s, const char *what, uint64_t *out, r
         if (!remat_u64_mul(whole, m, &a))
             return remat_err_set(err, REMAT_EOVERFLOW, "%s: byte size '%s' exceeds 2^64-1", what, s);
         /* frac/frac_div * m must be a whole number of bytes. frac < frac_div
-         * <= 10^18 and m <= 2^50, so divide out common factors first. */
+         * <= 10^18 and m <= 2^60, so divide out common factors first (the
+         * products are still checked). */
         if (frac) {
             uint64_t num = frac, den = frac_div;
             uint64_t mm = m;
@@ -84,7 +87,8 @@ remat_status remat_parse_bytes(const char *s, const char *what, uint64_t *out, r
         return REMAT_OK;
     }
     return remat_err_set(err, REMAT_EINVAL,
-                         "%s: unknown unit in '%s' (use B, KiB, MiB, GiB, TiB for 2^10.. or KB, MB, GB, TB for 10^3..)",
+                         "%s: unknown unit in '%s' (use B, KiB, MiB, GiB, TiB, PiB, EiB for 2^10.. or KB, MB, GB, TB, PB, EB "
+                         "for 10^3..)",
                          what, s);
 }
 
