@@ -224,6 +224,7 @@ typedef struct {
     remat_status st;
     char msg[REMAT_ERR_MSG_MAX];
     uint64_t extra, metric;
+    uint64_t effort; /* EINFEASIBLE: the best effort's metric (0: none) */
     char status[32];
     double seconds;
     double gap;
@@ -295,9 +296,26 @@ static exact_run run_exact(const remat_analysis *a, int kind, uint64_t budget, d
         x.gap = param_num(plan.params_json, "gap");
         ck_assert_uint_eq((uint64_t)param_num(plan.params_json, "objective"), x.extra);
         remat_replay_result_destroy(&r2);
-        remat_replay_result_destroy(&r);
-        remat_plan_destroy(&plan);
+    } else if (x.st == REMAT_EINFEASIBLE && r.recompute_counts) {
+        /* The best effort: over the budget, and the very plan whose peak
+         * the message names as the smallest found. */
+        uint64_t m = kind ? r.activation_peak : r.peak_bytes;
+        ck_assert_msg(r.valid && m > budget, "best effort %llu at budget %llu", (unsigned long long)m,
+                      (unsigned long long)budget);
+        const char *found = strstr(x.msg, "the smallest it found is");
+        if (!found)
+            found = strstr(x.msg, "of any schedule in its class is");
+        if (found) {
+            char want[48];
+            snprintf(want, sizeof want, "(%llu B)", (unsigned long long)m);
+            ck_assert_msg(strstr(found, want) != NULL, "'%s' does not name the best effort %s", x.msg, want);
+        }
+        x.effort = m;
     }
+    if (x.st == REMAT_EINFEASIBLE)
+        ck_assert_msg(x.effort || strstr(x.msg, "it found none"), "no best effort: %s", x.msg);
+    remat_replay_result_destroy(&r);
+    remat_plan_destroy(&plan);
     return x;
 }
 

@@ -21,7 +21,7 @@ typedef struct remat_compare_row {
     int linearized;
     remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
     int replayed;            /* the figures below are a replayed plan's: OK, or EINFEASIBLE with a best
-                              * effort (exact proves a budget infeasible without one) */
+                              * effort (exact may prove a budget infeasible having found none) */
     char message[160];       /* when not replayed: why */
     uint64_t peak_bytes;     /* replayed total peak */
     uint64_t metric;         /* what the budget caps (total or activation peak) */

@@ -62,9 +62,9 @@ const remat_strategy_info *remat_plan_strategies(size_t *n);
  * both). When the strategy cannot meet the budget the result is
  * REMAT_EINFEASIBLE and, when the strategy made one (r->recompute_counts is
  * then set), *out / *r hold its best effort (the smallest budget it meets
- * is r's peak, or activation peak for an activation budget); exact may
- * prove a budget infeasible without a plan, and then both are empty. Destroy
- * them either way. On other failures both are left empty. */
+ * is r's peak, or activation peak for an activation budget); exact, when
+ * it proves a budget infeasible and found no schedule at all, leaves both
+ * empty. Destroy them either way. On other failures both are left empty. */
 remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
                              remat_replay_result *r, remat_err *err);
 

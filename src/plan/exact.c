@@ -292,10 +292,14 @@ static remat_status solve_model(remat_planner *P, exact_model *M, exact_pool *po
     return st;
 }
 
+static void keep_of_schedule(const remat_graph *g, const remat_schedule *s, uint8_t *keep);
+
 /* Nothing fits: find the smallest metric of the class and say it.
- * budget_infeasible: the solve at the budget proved there is no plan. */
+ * budget_infeasible: the solve at the budget proved there is no plan. The
+ * smallest schedule found goes into out (the caller replays it as the best
+ * effort, as for strategies that return an over-budget plan). */
 static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budget_infeasible, double limit,
-                               double deadline)
+                               double deadline, remat_plan *out)
 {
     const remat_plan_options *o = P->o;
     exact_model M;
@@ -310,8 +314,15 @@ static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budge
             st = remat__exact_offer_keep(P, &M, &pool, bp->keep, "keep", NULL);
         if (st == REMAT_OK)
             st = solve_model(P, &M, &pool, deadline, 0, &r);
-        if (st == REMAT_OK && pool.have && pool.best_e.metric < found)
+        if (st == REMAT_OK && pool.have && pool.best_e.metric <= found) {
             found = pool.best_e.metric;
+            /* The best effort: the pool's best, its keep set for the record. */
+            remat_schedule t = out->schedule;
+            out->schedule = pool.best;
+            pool.best = t;
+            if ((st = remat__plan_alloc_keep(P, out)) == REMAT_OK)
+                keep_of_schedule(P->a->g, &out->schedule, out->keep);
+        }
         if (st == REMAT_OK && r.finished && found != UINT64_MAX)
             proven = found; /* the solver's optimum, replayed */
         else if (st == REMAT_OK && r.lp_done)
@@ -452,7 +463,7 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     remat__exact_destroy(&M);
     int outside = st == REMAT_OK && !pool.have && pool.have_fallback;
     if (st == REMAT_OK && !pool.have && !outside)
-        st = infeasible(P, &pool, r0.infeasible, limit, deadline);
+        st = infeasible(P, &pool, r0.infeasible, limit, deadline, out);
     if (st != REMAT_OK) {
         remat__exact_pool_destroy(&pool);
         return st;

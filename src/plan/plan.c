@@ -200,6 +200,22 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory planning");
     if (st == REMAT_OK)
         st = strategies[i].fn(&P, out);
+    if (st == REMAT_EINFEASIBLE && out->schedule.n > 0) {
+        /* A strategy that judged the budget itself (exact) may leave its
+         * best effort in the plan: replay it, keeping the strategy's own
+         * message, so the caller gets its figures as from any other. */
+        remat_err local;
+        remat_err_init(&local);
+        remat_status rst = remat_replay(a, &out->schedule, &o->extras, NULL, r, &local);
+        if (rst != REMAT_OK || !r->valid) {
+            remat_replay_result_destroy(r);
+            memset(r, 0, sizeof *r);
+        }
+        if (rst != REMAT_OK && err) { /* out of memory, overflow: that is the failure now */
+            *err = local;
+            st = rst;
+        }
+    }
     if (st == REMAT_OK && !out->keep)
         st = remat__plan_alloc_keep(&P, out);
     if (st == REMAT_OK && out->schedule.n == 0) {

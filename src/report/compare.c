@@ -91,8 +91,8 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
     remat_status st = remat_plan_make(a, &sub, &plan, &r, &local);
     row->seconds = now() - t0;
     row->status = st;
-    /* A strategy that proves a budget infeasible without a plan (exact)
-     * leaves no replay: its row carries the message instead. */
+    /* A strategy that proves a budget infeasible without having found any
+     * plan (exact, rarely) leaves no replay: its row carries the message. */
     row->replayed = st == REMAT_OK || (st == REMAT_EINFEASIBLE && r.recompute_counts);
     if (row->replayed) {
         row->peak_bytes = r.peak_bytes;
