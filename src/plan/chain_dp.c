@@ -295,46 +295,24 @@ static uint32_t coarsen(const remat_analysis *a, remat_blocks *st, uint32_t max)
     return n - st->n;
 }
 
-/* Revolve's schedules on the block chain, searched as the revolve strategy
- * does (every slot count on up to 64 blocks, else a binary search for the
- * most slots that fit): offered when the stages merged or coarsened the
- * block chain's cuts, because Revolve's schedules belong to the family on
- * that finer chain. */
+/* Revolve's schedule on the block chain, with the slot count the revolve
+ * strategy picks (remat__revolve_search): offered when the stages merged or
+ * coarsened the block chain's cuts, because Revolve's schedules belong to
+ * the family on that finer chain. The search's lower bound on slots matters
+ * here: searching down to one slot on a 30000-block chain once took 35 s
+ * and 7 GB at an infeasible budget. */
 static remat_status offer_revolve(search *S, const remat_blocks *bl)
 {
     remat_planner *P = S->P;
+    uint64_t slots = 1;
+    remat_status st = remat__revolve_search(P, bl, &slots);
+    if (st != REMAT_OK)
+        return st;
     remat_schedule s;
     remat_schedule_init(&s);
-    remat_status st = REMAT_OK;
-    uint64_t lo = 1, hi = bl->n, best = 0;
     remat_eval e;
-    if (bl->n <= 64) {
-        for (uint64_t k = 1; k <= bl->n && st == REMAT_OK; k++) {
-            remat_schedule_clear(&s);
-            if ((st = remat__revolve_schedule(P->a, bl, k, &s, NULL, P->err)) == REMAT_OK)
-                st = offer(S, &s, "revolve", -1, 0, &e);
-        }
-        remat_schedule_destroy(&s);
-        return st;
-    }
-    while (lo <= hi && st == REMAT_OK) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        remat_schedule_clear(&s);
-        if ((st = remat__revolve_schedule(P->a, bl, mid, &s, NULL, P->err)) != REMAT_OK ||
-            (st = remat__eval_schedule(P, &s, &e)) != REMAT_OK)
-            break;
-        if (remat__fits(P, &e)) {
-            best = mid;
-            lo = mid + 1;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    if (st == REMAT_OK && best) {
-        remat_schedule_clear(&s);
-        if ((st = remat__revolve_schedule(P->a, bl, best, &s, NULL, P->err)) == REMAT_OK)
-            st = offer(S, &s, "revolve", -1, 0, &e);
-    }
+    if ((st = remat__revolve_schedule(P->a, bl, slots, &s, NULL, P->err)) == REMAT_OK)
+        st = offer(S, &s, "revolve", -1, 0, &e);
     remat_schedule_destroy(&s);
     return st;
 }

@@ -85,5 +85,11 @@ uint64_t remat__revolve_min_advances(uint64_t l, uint64_t s);
  * the number of block advances made. */
 remat_status remat__revolve_schedule(const remat_analysis *a, const remat_blocks *bl, uint64_t s,
                                      remat_schedule *out, uint64_t *advances, remat_err *err);
+/* The slot count the revolve strategy picks on bl for P's budget: every s
+ * judged by replay on up to 64 blocks, else a binary search for the largest
+ * s that fits, never below the fewest slots whose schedule has a sane
+ * length (with s = 1 a 10^5-block chain makes 5*10^9 advances). Uses
+ * P->scratch. */
+remat_status remat__revolve_search(remat_planner *P, const remat_blocks *bl, uint64_t *slots);
 
 #endif

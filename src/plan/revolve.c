@@ -209,6 +209,52 @@ static uint64_t min_slots(uint64_t l)
     return s;
 }
 
+remat_status remat__revolve_search(remat_planner *P, const remat_blocks *bl, uint64_t *slots)
+{
+    /* s = L keeps every boundary; s = 1 keeps none. On chains of up to 64
+     * blocks every s is replayed and the best kept (least extra FLOPs that
+     * fits, else the smallest peak): the candidate set does not depend on
+     * the budget, so a looser budget never gets a worse plan. Longer chains
+     * binary-search the largest s that fits (peaks grow with s in practice;
+     * the replay still judges the answer), from min_slots up. */
+    const remat_analysis *a = P->a;
+    remat_status st = REMAT_OK;
+    uint64_t lo = 1, hi = bl->n, best = 1;
+    remat_eval e, be = {0};
+    if (P->o->budget_kind == REMAT_BUDGET_NONE) {
+        best = hi;
+    } else if (bl->n <= 64) {
+        for (uint64_t s = 1; s <= bl->n && st == REMAT_OK; s++) {
+            remat_schedule_clear(&P->scratch);
+            if ((st = remat__revolve_schedule(a, bl, s, &P->scratch, NULL, P->err)) != REMAT_OK ||
+                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
+                break;
+            if (s == 1 || remat__better(P, &e, &be)) {
+                be = e;
+                best = s;
+            }
+        }
+    } else {
+        best = lo = min_slots(bl->n);
+        while (lo <= hi && st == REMAT_OK) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            remat_schedule_clear(&P->scratch);
+            if ((st = remat__revolve_schedule(a, bl, mid, &P->scratch, NULL, P->err)) != REMAT_OK ||
+                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
+                break;
+            if (remat__fits(P, &e)) {
+                best = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+    }
+    remat_schedule_clear(&P->scratch);
+    *slots = best;
+    return st;
+}
+
 remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
 {
     const remat_analysis *a = P->a;
@@ -220,45 +266,8 @@ remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
         remat__blocks_destroy(&bl);
         return st;
     }
-    /* s = L keeps every boundary; s = 1 keeps none. On chains of up to 64
-     * blocks every s is replayed and the best kept (least extra FLOPs that
-     * fits, else the smallest peak): the candidate set does not depend on
-     * the budget, so a looser budget never gets a worse plan. Longer chains
-     * binary-search the largest s that fits (peaks grow with s in practice;
-     * the replay still judges the answer). */
-    uint64_t lo = 1, hi = bl.n, best = 1;
-    remat_eval e, be = {0};
-    remat_schedule_clear(&P->scratch);
-    if (P->o->budget_kind == REMAT_BUDGET_NONE) {
-        best = hi;
-    } else if (bl.n <= 64) {
-        for (uint64_t s = 1; s <= bl.n && st == REMAT_OK; s++) {
-            remat_schedule_clear(&P->scratch);
-            if ((st = remat__revolve_schedule(a, &bl, s, &P->scratch, NULL, P->err)) != REMAT_OK ||
-                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
-                break;
-            if (s == 1 || remat__better(P, &e, &be)) {
-                be = e;
-                best = s;
-            }
-        }
-    } else {
-        best = lo = min_slots(bl.n);
-        while (lo <= hi && st == REMAT_OK) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            remat_schedule_clear(&P->scratch);
-            if ((st = remat__revolve_schedule(a, &bl, mid, &P->scratch, NULL, P->err)) != REMAT_OK ||
-                (st = remat__eval_schedule(P, &P->scratch, &e)) != REMAT_OK)
-                break;
-            if (remat__fits(P, &e)) {
-                best = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-    }
-    uint64_t adv = 0;
+    uint64_t best = 1, adv = 0;
+    st = remat__revolve_search(P, &bl, &best);
     if (st == REMAT_OK)
         st = remat__revolve_schedule(a, &bl, best, &out->schedule, &adv, P->err);
     if (st == REMAT_OK) {
