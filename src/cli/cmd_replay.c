@@ -95,13 +95,7 @@ static char *with_numeric(char *text, size_t *len, int json, const remat_numeric
         numeric_text(&b, nr);
     }
     remat_free(text);
-    if (b.failed) {
-        remat_buf_destroy(&b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the replay report");
-        return NULL;
-    }
-    *len = b.len;
-    return b.data;
+    return remat_buf_finish(&b, len, err, "replay report");
 }
 
 int cmd_replay(int argc, char **argv)

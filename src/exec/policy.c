@@ -23,15 +23,6 @@
 
 #include <string.h>
 
-static uint32_t later(uint32_t x, uint32_t y)
-{
-    if (x == REMAT_NONE)
-        return y;
-    if (y == REMAT_NONE)
-        return x;
-    return x > y ? x : y;
-}
-
 static void compute_need_end(const remat_analysis *a, const uint8_t *ekeep, uint32_t *need_end)
 {
     const remat_graph *g = a->g;
@@ -47,7 +38,7 @@ static void compute_need_end(const remat_analysis *a, const uint8_t *ekeep, uint
                 const uint32_t *cout = remat_op_outputs(g, cop);
                 for (uint32_t m = 0; m < cop->n_out; m++)
                     if (!ekeep[cout[m]])
-                        ne = later(ne, need_end[cout[m]]);
+                        ne = remat__later_step(ne, need_end[cout[m]]);
             }
             need_end[t] = ne;
         }
@@ -59,7 +50,7 @@ static uint32_t free_step(const remat_analysis *a, const uint8_t *ekeep, const u
 {
     if (ekeep[t] && need_end[t] != REMAT_NONE)
         return need_end[t];
-    return a->is_output[t] ? a->g->n_ops - 1 : later(a->life[t].birth, a->life[t].last_fwd_use);
+    return a->is_output[t] ? a->g->n_ops - 1 : remat__later_step(a->life[t].birth, a->life[t].last_fwd_use);
 }
 
 static remat_status run(remat_builder *B, const uint8_t *ekeep, uint32_t *need_end, uint32_t *off, uint32_t *list)

@@ -360,17 +360,27 @@ static int do_constant(dtr_cx *c, const cJSON *j)
     return 1;
 }
 
+/* What a CALL and a MUTATE share: NAME, ARGS, the list field `list`
+ * (RESULT or MUTATE) and TIME; a backward name starts the backward part
+ * before the arguments are read. */
+static int op_head(dtr_cx *c, const cJSON *j, const char *list, const char **type, const cJSON **items,
+                   uint64_t *time)
+{
+    const cJSON *args;
+    if (!get_str(c, j, "NAME", type) || !(args = get_array(c, j, "ARGS")) || !(*items = get_array(c, j, list)) ||
+        !get_count(c, j, "TIME", "nanoseconds", time))
+        return 0;
+    if (!c->in_bwd && is_backward_name(*type))
+        split(c);
+    return read_args(c, args);
+}
+
 static int do_call(dtr_cx *c, const cJSON *j)
 {
     const char *type;
     uint64_t time;
-    const cJSON *args, *res;
-    if (!get_str(c, j, "NAME", &type) || !(args = get_array(c, j, "ARGS")) || !(res = get_array(c, j, "RESULT")) ||
-        !get_count(c, j, "TIME", "nanoseconds", &time))
-        return 0;
-    if (!c->in_bwd && is_backward_name(type))
-        split(c);
-    if (!read_args(c, args))
+    const cJSON *res;
+    if (!op_head(c, j, "RESULT", &type, &res, &time))
         return 0;
     uint32_t n = (uint32_t)cJSON_GetArraySize(res), op = REMAT_DTR_NONE;
     if (c->in_bwd) {
@@ -425,13 +435,8 @@ static int do_mutate(dtr_cx *c, const cJSON *j)
 {
     const char *type;
     uint64_t time;
-    const cJSON *args, *mut;
-    if (!get_str(c, j, "NAME", &type) || !(args = get_array(c, j, "ARGS")) || !(mut = get_array(c, j, "MUTATE")) ||
-        !get_count(c, j, "TIME", "nanoseconds", &time))
-        return 0;
-    if (!c->in_bwd && is_backward_name(type))
-        split(c);
-    if (!read_args(c, args))
+    const cJSON *mut;
+    if (!op_head(c, j, "MUTATE", &type, &mut, &time))
         return 0;
     /* Check every index before anything is rebound. */
     uint32_t m = (uint32_t)cJSON_GetArraySize(mut), i = 0;

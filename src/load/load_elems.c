@@ -349,6 +349,18 @@ int remat__load_resolve(loader *L, const cJSON *v, const char *path, uint32_t *o
     return fail(L, REMAT_EGRAPH, path, "unknown tensor id '%s'", short_id(v->valuestring, b, sizeof b)), 0;
 }
 
+/* A JSON value kept as compact text in the graph's store (meta, attrs:
+ * read later by whoever needs them, never by the loader). */
+static int json_text(loader *L, const cJSON *v, const char **dst)
+{
+    char *m = cJSON_PrintUnformatted(v);
+    if (!m)
+        return nomem(L), 0;
+    *dst = remat__store_strndup(L->st, m, strlen(m));
+    cJSON_free(m);
+    return *dst ? 1 : (nomem(L), 0);
+}
+
 /* ------------------------------------------------------------ top level */
 
 int remat__load_top_fields(loader *L, const load_fields *f, load_top_arrays *a)
@@ -379,13 +391,8 @@ int remat__load_top_fields(loader *L, const load_fields *f, load_top_arrays *a)
     if (meta) {
         if (!cJSON_IsObject(meta))
             return fail(L, REMAT_EGRAPH, "meta", "must be an object"), 0;
-        char *m = cJSON_PrintUnformatted(meta);
-        if (!m)
-            return nomem(L), 0;
-        g->meta_json = remat__store_strndup(L->st, m, strlen(m));
-        cJSON_free(m);
-        if (!g->meta_json)
-            return nomem(L), 0;
+        if (!json_text(L, meta, &g->meta_json))
+            return 0;
     }
     return 1;
 }
@@ -790,13 +797,8 @@ int remat__load_op_refs(loader *L, const cJSON *e, uint32_t k, uint32_t *ti, uin
     if (attrs) {
         /* Kept as text, like meta: the executable kernels read it
          * (src/load/attrs.c), nothing else does. */
-        char *m = cJSON_PrintUnformatted(attrs);
-        if (!m)
-            return nomem(L), 0;
-        op->attrs_json = remat__store_strndup(L->st, m, strlen(m));
-        cJSON_free(m);
-        if (!op->attrs_json)
-            return nomem(L), 0;
+        if (!json_text(L, attrs, &op->attrs_json))
+            return 0;
     }
     return 1;
 }

@@ -32,15 +32,6 @@
 
 /* ------------------------------------------------------------ static tables */
 
-static uint32_t later(uint32_t x, uint32_t y)
-{
-    if (x == REMAT_NONE)
-        return y;
-    if (y == REMAT_NONE)
-        return x;
-    return x > y ? x : y;
-}
-
 /* need_end, consumers first: rebuilding an output of a recomputable
  * consumer reads t, so t is needed as long as that output may be. */
 static void compute_need_end(remat_dtr_static *S)
@@ -51,16 +42,16 @@ static void compute_need_end(remat_dtr_static *S)
         const remat_op *op = &g->ops[a->order[i]];
         const uint32_t *out = remat_op_outputs(g, op);
         for (uint32_t j = 0; j < op->n_out; j++) {
-            uint32_t t = out[j], ne = later(a->life[t].last_fwd_use, a->life[t].last_bwd_use);
+            uint32_t t = out[j], ne = remat__later_step(a->life[t].last_fwd_use, a->life[t].last_bwd_use);
             for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
                 const remat_op *cop = &g->ops[a->cons[c]];
                 if (!cop->recomputable)
                     continue;
                 const uint32_t *cout = remat_op_outputs(g, cop);
                 for (uint32_t m = 0; m < cop->n_out; m++)
-                    ne = later(ne, S->need_end[cout[m]]);
+                    ne = remat__later_step(ne, S->need_end[cout[m]]);
             }
-            S->need_end[t] = later(ne, i); /* never read: banished after its own step */
+            S->need_end[t] = remat__later_step(ne, i); /* never read: banished after its own step */
         }
     }
     for (uint32_t t = 0; t < g->n_tensors; t++)

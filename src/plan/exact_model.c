@@ -67,15 +67,6 @@
 
 /* ---- Helpers ---------------------------------------------------------------- */
 
-static uint32_t later(uint32_t x, uint32_t y)
-{
-    if (x == NONE)
-        return y;
-    if (y == NONE)
-        return x;
-    return x > y ? x : y;
-}
-
 /* ---- need(v): the last stage in which v may be read ----------------------- */
 
 static void compute_need(exact_model *M)
@@ -86,11 +77,11 @@ static void compute_need(exact_model *M)
         uint32_t ne = NONE;
         if (exact_is_act(g, v)) {
             for (uint32_t j = a->cons_off[v]; j < a->cons_off[v + 1]; j++)
-                ne = later(ne, a->pos[a->cons[j]]);
+                ne = remat__later_step(ne, a->pos[a->cons[j]]);
             for (uint32_t j = a->saver_off[v]; j < a->saver_off[v + 1]; j++)
-                ne = later(ne, a->bwd_step[a->savers[j]]);
+                ne = remat__later_step(ne, a->bwd_step[a->savers[j]]);
             if (a->is_output[v])
-                ne = later(ne, M->n - 1);
+                ne = remat__later_step(ne, M->n - 1);
         }
         M->need[v] = ne;
     }
@@ -102,7 +93,7 @@ static void compute_need(exact_model *M)
         for (uint32_t j = 0; j < op->n_out; j++) {
             uint32_t o = out[j], r = exact_root_of(g, o);
             if (r != NONE && r != o)
-                M->need[r] = later(M->need[r], M->need[o]); /* a view keeps its root */
+                M->need[r] = remat__later_step(M->need[r], M->need[o]); /* a view keeps its root */
         }
         if (!op->recomputable)
             continue;
@@ -110,7 +101,7 @@ static void compute_need(exact_model *M)
             if (!exact_is_act(g, in[i]))
                 continue;
             for (uint32_t j = 0; j < op->n_out; j++)
-                M->need[in[i]] = later(M->need[in[i]], M->need[out[j]]);
+                M->need[in[i]] = remat__later_step(M->need[in[i]], M->need[out[j]]);
         }
     }
 }
@@ -120,7 +111,7 @@ static uint32_t max_need_of_op(const exact_model *M, const remat_op *op)
     const uint32_t *out = remat_op_outputs(M->g, op);
     uint32_t ne = NONE;
     for (uint32_t j = 0; j < op->n_out; j++)
-        ne = later(ne, M->need[out[j]]);
+        ne = remat__later_step(ne, M->need[out[j]]);
     return ne;
 }
 

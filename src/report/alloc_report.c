@@ -13,18 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static char *finish(remat_buf *b, size_t *len, remat_err *err, const char *what)
-{
-    if (b->failed) {
-        remat_buf_destroy(b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the %s", what);
-        return NULL;
-    }
-    if (len)
-        *len = b->len;
-    return b->data;
-}
-
 static const char *mask_name(uint32_t mask)
 {
     return mask == REMAT_ALLOC_ALL ? "all" : mask == REMAT_ALLOC_ACTIVATION ? "activation" : "custom";
@@ -161,7 +149,7 @@ char *remat_report_alloc(const remat_analysis *a, const remat_schedule *s, const
             json_assumptions(&b);
         }
         remat_buf_puts(&b, "}\n");
-        return finish(&b, len, err, "allocator report");
+        return remat_buf_finish(&b, len, err, "allocator report");
     }
     remat_buf_printf(&b, "graph %s: %zu instructions, %zu allocations (%s categories; one address space, "
                          "resident state first)\n",
@@ -229,7 +217,7 @@ char *remat_report_alloc(const remat_analysis *a, const remat_schedule *s, const
             p += n + (nl ? 1 : 0);
         }
     }
-    return finish(&b, len, err, "allocator report");
+    return remat_buf_finish(&b, len, err, "allocator report");
 }
 
 char *remat_report_plan_offsets(const remat_analysis *a, const remat_alloc_trace *t, const remat_static_result *sp,
@@ -284,7 +272,7 @@ char *remat_report_plan_offsets(const remat_analysis *a, const remat_alloc_trace
                          (unsigned long long)v->bytes);
     }
     remat_buf_puts(&b, "\n  ]}\n}\n");
-    return finish(&b, len, err, "plan offsets");
+    return remat_buf_finish(&b, len, err, "plan offsets");
 }
 
 char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,

@@ -209,18 +209,6 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
     return REMAT_OK;
 }
 
-static char *finish(remat_buf *b, size_t *len, remat_err *err)
-{
-    if (b->failed) {
-        remat_buf_destroy(b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the comparison");
-        return NULL;
-    }
-    if (len)
-        *len = b->len;
-    return b->data;
-}
-
 static const char *status_word(const remat_compare_row *r)
 {
     return r->status == REMAT_OK ? "yes" : r->status == REMAT_EINFEASIBLE ? "no" : "n/a";
@@ -276,7 +264,7 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                 remat_buf_printf(&b, "%-24s %-8s %s\n", name, status_word(r), r->message);
         }
     }
-    return finish(&b, len, err);
+    return remat_buf_finish(&b, len, err, "comparison");
 }
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
@@ -307,7 +295,7 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
             remat_buf_puts(&b, "]");
         }
         remat_buf_puts(&b, "\n }}\n");
-        return finish(&b, len, err);
+        return remat_buf_finish(&b, len, err, "comparison");
     }
     /* Chart: x = budget (MiB), y = overhead (%), one polyline per strategy;
      * infeasible points break the line. */
@@ -394,5 +382,5 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
                          s->names[k]);
     }
     remat_buf_puts(&b, "</svg>\n");
-    return finish(&b, len, err);
+    return remat_buf_finish(&b, len, err, "comparison");
 }

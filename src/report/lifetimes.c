@@ -113,12 +113,5 @@ char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, s
             remat_buf_puts(&b, "\n");
         }
     }
-    if (b.failed) {
-        remat_buf_destroy(&b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the lifetime report");
-        return NULL;
-    }
-    if (len)
-        *len = b.len;
-    return b.data;
+    return remat_buf_finish(&b, len, err, "lifetime report");
 }

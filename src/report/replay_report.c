@@ -83,18 +83,6 @@ static double overhead(const remat_replay_result *r)
     return base > 0 ? (double)r->flops_recompute / base : 0.0;
 }
 
-static char *finish(remat_buf *b, size_t *len, remat_err *err, const char *what)
-{
-    if (b->failed) {
-        remat_buf_destroy(b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the %s", what);
-        return NULL;
-    }
-    if (len)
-        *len = b->len;
-    return b->data;
-}
-
 char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, const remat_replay_result *r,
                           const remat_err *why, remat_report_format fmt, size_t *len, remat_err *err)
 {
@@ -119,7 +107,7 @@ char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, cons
         } else {
             remat_buf_printf(&b, "INVALID schedule: %s\n", why ? why->msg : "");
         }
-        return finish(&b, len, err, "replay report");
+        return remat_buf_finish(&b, len, err, "replay report");
     }
     remat_report_step_name(g, s, r->peak_index, step, sizeof step);
     if (fmt == REMAT_REPORT_JSON) {
@@ -167,7 +155,7 @@ char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, cons
                          (unsigned long long)r->flops_forward, (unsigned long long)r->flops_backward,
                          (unsigned long long)r->flops_recompute, 100.0 * overhead(r));
     }
-    return finish(&b, len, err, "replay report");
+    return remat_buf_finish(&b, len, err, "replay report");
 }
 
 char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
@@ -208,5 +196,5 @@ char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const rema
         json_instr(&b, g, p->schedule.ins[i]);
     }
     remat_buf_puts(&b, "\n ]\n}\n");
-    return finish(&b, len, err, "plan");
+    return remat_buf_finish(&b, len, err, "plan");
 }

@@ -111,12 +111,5 @@ char *remat_model_state_format(const remat_graph *g, const remat_model_state *s,
         remat_buf_puts(&b, "}");
     }
     remat_buf_puts(&b, "}}\n");
-    if (b.failed) {
-        remat_buf_destroy(&b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the model state");
-        return NULL;
-    }
-    if (len)
-        *len = b.len;
-    return b.data;
+    return remat_buf_finish(&b, len, err, "model state");
 }

@@ -248,12 +248,5 @@ char *remat_report_alloc_svg(const remat_analysis *a, const remat_schedule *s, c
     remat_buf_puts(&b, "</svg>\n");
 #undef XCOL
 #undef YOFF
-    if (b.failed) {
-        remat_buf_destroy(&b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory drawing the address space");
-        return NULL;
-    }
-    if (len)
-        *len = b.len;
-    return b.data;
+    return remat_buf_finish(&b, len, err, "address-space SVG");
 }

@@ -256,7 +256,7 @@ char *remat_trace_audit(const remat_trace *t, const remat_trace_options *opts, r
         remat__json_count(&b, r->sum_of_category_peaks);
         remat_buf_printf(&b, ", \"live_at_peak\": %zu}\n", n_live);
         remat__free(idx);
-        return remat__trace_finish(&b, len, err, "audit");
+        return remat_buf_finish(&b, len, err, "audit");
     }
     char x[64], y[64];
     remat_buf_printf(&b, "graph %s%s%s: %zu steps, peak %s\n", g->name, o.label ? ", " : "", o.label ? o.label : "",
@@ -284,5 +284,5 @@ char *remat_trace_audit(const remat_trace *t, const remat_trace_options *opts, r
                      remat_format_bytes(b_res, x, sizeof x), n);
     top_text(&b, t, p, idx, n);
     remat__free(idx);
-    return remat__trace_finish(&b, len, err, "audit");
+    return remat_buf_finish(&b, len, err, "audit");
 }

@@ -323,5 +323,5 @@ char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *opts, 
                      (unsigned long long)t->replay.peak_bytes, t->replay.peak_index, lanes);
     remat__free(C.clock);
     remat__free(lane);
-    return remat__trace_finish(&b, len, err, "Chrome trace");
+    return remat_buf_finish(&b, len, err, "Chrome trace");
 }

@@ -49,6 +49,5 @@ void remat__trace_peak_json(remat_buf *b, const remat_trace *t, const remat_trac
 
 /* Ends a writer: on success returns the text (and its length), else frees
  * it and sets REMAT_ENOMEM naming `what`. */
-char *remat__trace_finish(remat_buf *b, size_t *len, remat_err *err, const char *what);
 
 #endif

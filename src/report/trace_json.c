@@ -158,7 +158,7 @@ char *remat_trace_json(const remat_trace *t, const remat_trace_options *opts, si
     remat_buf_puts(&b, ", \"activation_peak_bytes\": ");
     remat__json_count(&b, r->activation_peak);
     remat_buf_puts(&b, "}\n}\n");
-    return remat__trace_finish(&b, len, err, "JSON trace");
+    return remat_buf_finish(&b, len, err, "JSON trace");
 }
 
 /* ---- CSV ---------------------------------------------------------------- */
@@ -248,5 +248,5 @@ char *remat_trace_csv(const remat_trace *t, const remat_trace_options *opts, siz
     if (tmp.failed)
         b.failed = 1;
     remat_buf_destroy(&tmp);
-    return remat__trace_finish(&b, len, err, "CSV trace");
+    return remat_buf_finish(&b, len, err, "CSV trace");
 }

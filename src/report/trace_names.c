@@ -154,21 +154,3 @@ void remat__json_count(remat_buf *b, uint64_t v)
         remat_buf_putn(b, "\"", 1);
 }
 
-char *remat__trace_finish(remat_buf *b, size_t *len, remat_err *err, const char *what)
-{
-    if (b->failed) {
-        remat_buf_destroy(b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the %s", what);
-        return NULL;
-    }
-    if (!b->data) /* an empty document is still a string */
-        remat_buf_puts(b, "");
-    if (b->failed) {
-        remat_buf_destroy(b);
-        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the %s", what);
-        return NULL;
-    }
-    if (len)
-        *len = b->len;
-    return b->data;
-}

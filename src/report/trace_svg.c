@@ -509,5 +509,5 @@ char *remat_trace_svg(const remat_trace *t, const remat_trace_options *opts, siz
     remat__free(S.rep);
     remat__free(S.first);
     remat__free(base);
-    return remat__trace_finish(&b, len, err, "SVG trace");
+    return remat_buf_finish(&b, len, err, "SVG trace");
 }

@@ -32,6 +32,20 @@ void remat_buf_destroy(remat_buf *b)
     remat_buf_init(b);
 }
 
+char *remat_buf_finish(remat_buf *b, size_t *len, remat_err *err, const char *what)
+{
+    if (!b->failed && !b->data) /* an empty document is still a string */
+        remat_buf_puts(b, "");
+    if (b->failed) {
+        remat_buf_destroy(b);
+        remat_err_set(err, REMAT_ENOMEM, "out of memory writing the %s", what);
+        return NULL;
+    }
+    if (len)
+        *len = b->len;
+    return b->data;
+}
+
 static int buf_reserve(remat_buf *b, size_t extra)
 {
     if (b->failed)

@@ -28,6 +28,17 @@ void *remat__array(size_t count, size_t size);
  * for fault-injection tests and is never set in normal runs. */
 uint64_t remat__alloc_fail_at(uint64_t n);
 
+/* The later of two steps, where UINT32_MAX (REMAT_NONE) means "no step":
+ * the last-use folds of the policy, DTR and the exact model. */
+static inline uint32_t remat__later_step(uint32_t x, uint32_t y)
+{
+    if (x == UINT32_MAX)
+        return y;
+    if (y == UINT32_MAX)
+        return x;
+    return x > y ? x : y;
+}
+
 /* A growable, always NUL-terminated string. On allocation failure it sets
  * `failed` and ignores further appends, so callers check once at the end. */
 typedef struct {
@@ -38,6 +49,11 @@ typedef struct {
 
 void remat_buf_init(remat_buf *b);
 void remat_buf_destroy(remat_buf *b);
+/* Hands over a finished document: on success its NUL-terminated text
+ * (an empty document is "", never NULL; free with remat_free) and *len (if
+ * not NULL); after an allocation failure during writing, NULL with
+ * REMAT_ENOMEM "out of memory writing the <what>", b destroyed. */
+char *remat_buf_finish(remat_buf *b, size_t *len, remat_err *err, const char *what);
 void remat_buf_puts(remat_buf *b, const char *s);
 void remat_buf_putn(remat_buf *b, const char *s, size_t n);
 void remat_buf_printf(remat_buf *b, const char *fmt, ...)
