@@ -16,7 +16,7 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 CC      ?= cc
 PKGS    := igraph libcjson
-VERSION := 0.1.0
+VERSION := $(shell sed -n 's/^\#define REMAT_VERSION_STRING "\(.*\)"/\1/p' include/remat/util.h)
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -28,7 +28,7 @@ GLPK_DEF   := $(if $(GLPK_LIBS),-DREMAT_HAVE_GLPK=1,)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 OPT     ?= -O2 -g
 CFLAGS  ?=
-CFLAGS  += -std=c11 $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(GLPK_DEF) -DREMAT_VERSION=\"$(VERSION)\" -MMD -MP
+CFLAGS  += -std=c11 $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(GLPK_DEF) -MMD -MP
 LDLIBS  += $(PKG_LIBS) $(GLPK_LIBS) -lm
 
 LIB_SRC  := $(sort $(wildcard src/util/*.c src/load/*.c src/analyze/*.c src/exec/*.c src/plan/*.c \

@@ -27,6 +27,19 @@
 extern "C" {
 #endif
 
+/* The version of these headers. remat_version() is the library's own, so a
+ * program can check that the library it runs with is the one it was built
+ * against (the Makefile reads the version from these lines). */
+#define REMAT_VERSION_MAJOR 0
+#define REMAT_VERSION_MINOR 1
+#define REMAT_VERSION_PATCH 0
+#define REMAT_VERSION_STRING "0.1.0"
+/* One number that compares: (major << 16) | (minor << 8) | patch. */
+#define REMAT_VERSION_NUMBER ((REMAT_VERSION_MAJOR << 16) | (REMAT_VERSION_MINOR << 8) | REMAT_VERSION_PATCH)
+
+/* The library's version, "MAJOR.MINOR.PATCH" (static storage). */
+const char *remat_version(void);
+
 /* One X-macro table gives the enum and its names (as libuv's UV_ERRNO_MAP). */
 #define REMAT_STATUS_MAP(X)                                   \
     X(OK, "ok")                                               \

@@ -43,6 +43,14 @@ int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* Writes s to f with control characters as \xNN, so that an id holding an
+ * ESC cannot drive the terminal. Every error message goes through it. */
+void remat_cli_put_escaped(FILE *f, const char *s);
+
+/* Where a command's human lines go: stderr when its document goes to
+ * stdout (-o -), so that stdout carries the document alone; else stdout. */
+FILE *remat_cli_human(const char *out);
+
 /* Prints the usage of cmd (for --help) to f. */
 void remat_cli_print_usage(FILE *f, const char *cmd);
 
@@ -50,7 +58,9 @@ void remat_cli_print_usage(FILE *f, const char *cmd);
  * code and leaves *g and *a NULL. */
 int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a);
 
-/* Writes text to path ("-" = stdout) atomically; returns an exit code. */
+/* Writes text to path ("-" = stdout) through remat__write_file_atomic
+ * (atomic for regular files, in place for devices and FIFOs); returns an
+ * exit code (2 for an empty name, 5 for a failed write). */
 int remat_cli_write(const char *path, const char *text, size_t len);
 
 int cmd_lifetimes(int argc, char **argv);

@@ -89,6 +89,57 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     {"dtr-score", required_argument, NULL, OPT_DTR_SCORE},              \
     {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE}
 
+static void print_budget_json(FILE *f, const remat_plan_options *o)
+{
+    if (o->budget_kind == REMAT_BUDGET_NONE)
+        fprintf(f, "null");
+    else
+        fprintf(f, "{\"kind\": \"%s\", \"bytes\": %llu}", o->budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
+                (unsigned long long)o->budget);
+}
+
+/* --json on an infeasible budget still prints a document: feasible false,
+ * the smallest budget the strategy's best effort meets (null when it made
+ * none, as exact may), and the message. */
+static void print_infeasible_json(const remat_analysis *a, const remat_plan_options *o, const remat_plan *plan,
+                                  const remat_replay_result *r, int arena_mode, const remat_err *err, FILE *f)
+{
+    int have = r->recompute_counts != NULL;
+    uint64_t smallest = 0;
+    if (have)
+        smallest = o->budget_kind == REMAT_BUDGET_ACTIVATION ? r->activation_peak : r->peak_bytes;
+    if (have && arena_mode) { /* the arena, which the budget capped */
+        remat_replay_result r2;
+        remat_err e2;
+        remat_err_init(&e2);
+        have = remat_alloc_arena(a, &plan->schedule, &o->extras, remat_alloc_mask_for(o->budget_kind), &r2, &smallest,
+                                 &e2) == REMAT_OK;
+        remat_replay_result_destroy(&r2);
+    }
+    remat_buf b;
+    remat_buf_init(&b);
+    remat_buf_puts(&b, "{\"strategy\": ");
+    remat_buf_json_str(&b, o->strategy ? o->strategy : "auto");
+    remat_buf_puts(&b, ", \"feasible\": false, \"budget\": ");
+    if (o->budget_kind == REMAT_BUDGET_NONE)
+        remat_buf_puts(&b, "null");
+    else
+        remat_buf_printf(&b, "{\"kind\": \"%s\", \"bytes\": %llu}",
+                         o->budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation", (unsigned long long)o->budget);
+    if (arena_mode)
+        remat_buf_puts(&b, ", \"budget_mode\": \"arena\"");
+    if (have)
+        remat_buf_printf(&b, ", \"smallest_budget\": %llu", (unsigned long long)smallest);
+    else
+        remat_buf_puts(&b, ", \"smallest_budget\": null");
+    remat_buf_puts(&b, ", \"message\": ");
+    remat_buf_json_str(&b, err->msg);
+    remat_buf_puts(&b, "}\n");
+    if (!b.failed)
+        fputs(b.data, f);
+    remat_buf_destroy(&b);
+}
+
 int cmd_plan(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -163,8 +214,11 @@ int cmd_plan(int argc, char **argv)
         st = remat_alloc_arena(a, &plan.schedule, &o.extras, remat_alloc_mask_for(o.budget_kind), &r2, &arena, &err);
         remat_replay_result_destroy(&r2);
     }
+    FILE *H = remat_cli_human(out); /* -o -: stdout carries the plan alone */
     if (st != REMAT_OK) {
         rc = remat_cli_fail(&err);
+        if (json && st == REMAT_EINFEASIBLE)
+            print_infeasible_json(a, &o, &plan, &r, arena_mode, &err, H);
         /* An infeasible budget leaves the strategy's best effort with us. */
         remat_replay_result_destroy(&r);
         remat_plan_destroy(&plan);
@@ -184,29 +238,24 @@ int cmd_plan(int argc, char **argv)
                 rc = remat_cli_fail(&err);
             } else if (json) {
                 /* Wrap the replay summary with the plan's identity. */
-                printf("{\"strategy\": \"%s\", \"params\": %s, \"budget\": ", plan.strategy,
-                       plan.params_json ? plan.params_json : "{}");
-                if (o.budget_kind == REMAT_BUDGET_NONE)
-                    printf("null");
-                else
-                    printf("{\"kind\": \"%s\", \"bytes\": %llu}",
-                           o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
-                           (unsigned long long)o.budget);
+                fprintf(H, "{\"strategy\": \"%s\", \"params\": %s, \"feasible\": true, \"budget\": ", plan.strategy,
+                        plan.params_json ? plan.params_json : "{}");
+                print_budget_json(H, &o);
                 if (arena_mode)
-                    printf(",\n \"budget_mode\": \"arena\", \"arena_bytes\": %llu", (unsigned long long)arena);
-                printf(",\n \"replay\": %s}\n", text);
+                    fprintf(H, ",\n \"budget_mode\": \"arena\", \"arena_bytes\": %llu", (unsigned long long)arena);
+                fprintf(H, ",\n \"replay\": %s}\n", text);
             } else {
                 char b[64];
-                printf("strategy %s %s\n", plan.strategy, plan.params_json ? plan.params_json : "");
+                fprintf(H, "strategy %s %s\n", plan.strategy, plan.params_json ? plan.params_json : "");
                 if (o.budget_kind != REMAT_BUDGET_NONE)
-                    printf("budget (%s) %s: met\n", o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
-                           remat_format_bytes(o.budget, b, sizeof b));
+                    fprintf(H, "budget (%s) %s: met\n", o.budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation",
+                            remat_format_bytes(o.budget, b, sizeof b));
                 if (arena_mode)
-                    printf("arena       %s (static offset plan; the budget caps it)\n",
-                           remat_format_bytes(arena, b, sizeof b));
-                fputs(text, stdout);
-                if (out)
-                    printf("plan written to %s\n", out);
+                    fprintf(H, "arena       %s (static offset plan; the budget caps it)\n",
+                            remat_format_bytes(arena, b, sizeof b));
+                fputs(text, H);
+                if (out && strcmp(out, "-") != 0)
+                    fprintf(H, "plan written to %s\n", out);
             }
             remat_free(text);
         }

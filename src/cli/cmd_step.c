@@ -106,14 +106,14 @@ static const char *fmt_shape_of(const remat_tensor *T, char *buf, size_t cap)
     return buf;
 }
 
-static void print_optimizer(const remat_optim *o)
+static void print_optimizer(FILE *H, const remat_optim *o)
 {
-    printf("optimizer %s: lr %.6g", remat_ledger_optimizer_name(o->kind), o->lr);
+    fprintf(H, "optimizer %s: lr %.6g", remat_ledger_optimizer_name(o->kind), o->lr);
     if (o->kind == REMAT_LEDGER_MOMENTUM)
-        printf(", momentum %.6g", o->momentum);
+        fprintf(H, ", momentum %.6g", o->momentum);
     if (o->kind == REMAT_LEDGER_ADAM || o->kind == REMAT_LEDGER_ADAMW)
-        printf(", betas %.6g %.6g, eps %.6g", o->beta1, o->beta2, o->eps);
-    printf(", weight decay %.6g%s\n", o->weight_decay, o->kind == REMAT_LEDGER_ADAMW ? " (decoupled)" : "");
+        fprintf(H, ", betas %.6g %.6g, eps %.6g", o->beta1, o->beta2, o->eps);
+    fprintf(H, ", weight decay %.6g%s\n", o->weight_decay, o->kind == REMAT_LEDGER_ADAMW ? " (decoupled)" : "");
 }
 
 typedef struct {
@@ -127,6 +127,7 @@ typedef struct {
     remat_dataset data;
     int has_data;
     remat_batch batch;
+    FILE *H; /* human lines: stdout, or stderr when the state goes to stdout */
 } session;
 
 /* Fills the batch of the state's current step. */
@@ -145,6 +146,42 @@ static int step_failed(remat_status st, const remat_err *err)
 {
     fprintf(stderr, "remat: %s\n", err->msg);
     return st == REMAT_ESCHEDULE || st == REMAT_EINTERNAL ? REMAT_EXIT_FAIL : remat_cli_exit_for(st);
+}
+
+/* The first parameter or optimizer state element that is not finite, as
+ * "parameter 'w1'" or "exp_avg of parameter 'w1'" in where; 0 when all are.
+ * A non-finite gradient shows here too: the update carries it into its
+ * parameter (SGD, momentum) or its moments (Adam). O(param elements). */
+static int first_nonfinite(const session *S, char *where, size_t cap)
+{
+    const remat_graph *g = S->g;
+    const remat_model_state *st = &S->st;
+    const uint32_t esz = remat_elem_size(st->dtype);
+    for (uint32_t t = 0; t < st->n_tensors && esz; t++) {
+        for (uint32_t k = 0; k < 3; k++) {
+            const uint8_t *p = k == 0 ? st->value[t] : st->state[k - 1] ? st->state[k - 1][t] : NULL;
+            if (!p)
+                continue;
+            uint64_t n = g->tensors[t].bytes / esz;
+            for (uint64_t i = 0; i < n; i++) {
+                double v;
+                if (st->dtype == REMAT_ELEM_F64) {
+                    memcpy(&v, p + i * 8, 8);
+                } else {
+                    float f;
+                    memcpy(&f, p + i * 4, 4);
+                    v = f;
+                }
+                if (!isfinite(v)) {
+                    snprintf(where, cap, "%s%sparameter '%s' (element %llu is %g)",
+                             k ? remat_optim_state_name(st->optim.kind, k - 1) : "", k ? " of " : "", g->tensors[t].id,
+                             (unsigned long long)i, v);
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -171,7 +208,7 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
     memset(&rr, 0, sizeof rr);
     uint64_t checked = 0;
     if (A->every)
-        printf(" step  loss                     %-12s%s\n", S->has_plan ? "plan" : "store-all",
+        fprintf(S->H, " step  loss                     %-12s%s\n", S->has_plan ? "plan" : "store-all",
                S->has_plan ? "store-all" : "");
     for (uint64_t k = 0; k < A->steps; k++) {
         remat_status st = next_batch(S, A, &err);
@@ -180,6 +217,19 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
                                   &err);
         if (st != REMAT_OK)
             return step_failed(st, &err);
+        /* A diverged run stops here, before any state is written: a NaN
+         * state file would be resumed from and trained on silently. */
+        char bad[256];
+        if (!isfinite(r.loss)) {
+            fprintf(stderr, "remat: step %llu: the loss is %g (not finite); no state written (lower --lr?)\n",
+                    (unsigned long long)r.step, r.loss);
+            return REMAT_EXIT_FAIL;
+        }
+        if (first_nonfinite(S, bad, sizeof bad)) {
+            fprintf(stderr, "remat: step %llu: after the update, %s is not finite; no state written (lower --lr?)\n",
+                    (unsigned long long)r.step, bad);
+            return REMAT_EXIT_FAIL;
+        }
         t_plan[k] = r.wall_seconds;
         checked += r.recomputed_tensors_checked;
         if (k == 0)
@@ -199,23 +249,23 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
             }
         }
         if (A->every && (k % A->every == 0 || k + 1 == A->steps))
-            printf("%5llu  %-23.17g  %-12s%s\n", (unsigned long long)r.step, r.loss,
+            fprintf(S->H, "%5llu  %-23.17g  %-12s%s\n", (unsigned long long)r.step, r.loss,
                    fmt_time(r.wall_seconds, b1, sizeof b1), S->has_plan ? fmt_time(rr.wall_seconds, b2, sizeof b2) : "");
     }
-    printf("peak       measured %llu B by the trainer's allocator, accounted %llu B (remat replay %llu B + %llu B of "
+    fprintf(S->H, "peak       measured %llu B by the trainer's allocator, accounted %llu B (remat replay %llu B + %llu B of "
            "%s optimizer state from the ledger): %s\n",
            (unsigned long long)first.measured_peak_bytes, (unsigned long long)first.accounted_peak_bytes,
            (unsigned long long)first.replay_peak_bytes, (unsigned long long)first.optimizer_state_bytes,
            remat_ledger_optimizer_name(S->st.optim.kind), first.equal ? "equal" : "DIFFERENT");
     if (checked == 0)
-        printf("recompute  none: the schedule rebuilds no tensor\n");
+        fprintf(S->H, "recompute  none: the schedule rebuilds no tensor\n");
     else
-        printf("recompute  %llu tensor%s rebuilt per step (%llu in all), each bit-identical to its first "
+        fprintf(S->H, "recompute  %llu tensor%s rebuilt per step (%llu in all), each bit-identical to its first "
                "computation\n",
                (unsigned long long)first.recomputed_tensors_checked, first.recomputed_tensors_checked == 1 ? "" : "s",
                (unsigned long long)checked);
     if (S->has_plan)
-        printf("store-all  parameters and optimizer state bit-identical to the plan's after every step\n");
+        fprintf(S->H, "store-all  parameters and optimizer state bit-identical to the plan's after every step\n");
     return REMAT_EXIT_OK;
 }
 
@@ -236,11 +286,11 @@ static int train(session *S, const step_args *A)
         double mp = median(t_plan, A->steps);
         if (S->has_plan) {
             double mr = median(t_ref, A->steps);
-            printf("time       median per step over %llu: plan %s, store-all %s (recomputation %+.1f%%)\n",
+            fprintf(S->H, "time       median per step over %llu: plan %s, store-all %s (recomputation %+.1f%%)\n",
                    (unsigned long long)A->steps, fmt_time(mp, b1, sizeof b1), fmt_time(mr, b2, sizeof b2),
                    mr > 0 ? 100.0 * (mp - mr) / mr : 0.0);
         } else {
-            printf("time       median per step over %llu: %s (store-all: no recomputation)\n",
+            fprintf(S->H, "time       median per step over %llu: %s (store-all: no recomputation)\n",
                    (unsigned long long)A->steps, fmt_time(mp, b1, sizeof b1));
         }
     }
@@ -260,6 +310,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
         return rc;
     S->g = g;
     S->a = a;
+    S->H = remat_cli_human(A->out);
     remat_status st = remat_trainer_create(a, &S->tr, &err);
     if (st != REMAT_OK) {
         fprintf(stderr, "remat: %s: %s\n", graph_path, err.msg);
@@ -311,28 +362,28 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
 
     /* What is about to run. */
     char b1[96], b2[96];
-    printf("graph      %s: %llu %s parameters (%llu trainable), %u ops, starting at step %llu%s\n", g->name,
+    fprintf(S->H, "graph      %s: %llu %s parameters (%llu trainable), %u ops, starting at step %llu%s\n", g->name,
            (unsigned long long)remat_trainer_param_elements(S->tr, false), remat_elem_name(remat_trainer_dtype(S->tr)),
            (unsigned long long)remat_trainer_param_elements(S->tr, true), g->n_ops, (unsigned long long)S->st.step,
            A->state ? " (resumed)" : "");
-    printf("           ");
-    print_optimizer(&S->st.optim);
+    fprintf(S->H, "           ");
+    print_optimizer(S->H, &S->st.optim);
     if (S->has_data) {
-        printf("data       %s: %u batch%s, batch k = step k mod %u\n", A->data, S->data.n_batches,
+        fprintf(S->H, "data       %s: %u batch%s, batch k = step k mod %u\n", A->data, S->data.n_batches,
                S->data.n_batches == 1 ? "" : "es", S->data.n_batches);
     } else {
         remat_task task = remat_trainer_task(S->tr);
         uint32_t x = remat_trainer_features(S->tr), y = remat_trainer_target(S->tr);
         if (task == REMAT_TASK_INPUTS)
-            printf("data       synthetic (seed %llu): every input uniform in [-1, 1)\n", (unsigned long long)A->seed);
+            fprintf(S->H, "data       synthetic (seed %llu): every input uniform in [-1, 1)\n", (unsigned long long)A->seed);
         else
-            printf("data       synthetic %s (seed %llu): %s %s -> %s %s, a fresh batch per step\n",
+            fprintf(S->H, "data       synthetic %s (seed %llu): %s %s -> %s %s, a fresh batch per step\n",
                    remat_task_name(task), (unsigned long long)A->seed, g->tensors[x].id,
                    fmt_shape_of(&g->tensors[x], b1, sizeof b1), g->tensors[y].id,
                    fmt_shape_of(&g->tensors[y], b2, sizeof b2));
     }
     if (S->has_plan)
-        printf("plan       %s (%s): %zu instructions; store-all: %zu\n", plan_path, S->plan.strategy,
+        fprintf(S->H, "plan       %s (%s): %zu instructions; store-all: %zu\n", plan_path, S->plan.strategy,
                S->plan.schedule.n, S->store_all.n);
     rc = train(S, A);
     if (rc == REMAT_EXIT_OK && A->out) {
@@ -341,7 +392,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
         rc = text ? remat_cli_write(A->out, text, len) : remat_cli_fail(&err);
         remat_free(text);
         if (rc == REMAT_EXIT_OK && strcmp(A->out, "-") != 0)
-            printf("state      step %llu written to %s\n", (unsigned long long)S->st.step, A->out);
+            fprintf(S->H, "state      step %llu written to %s\n", (unsigned long long)S->st.step, A->out);
     }
     return rc;
 }

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -71,7 +72,7 @@ static void print_help(FILE *f)
 {
     fprintf(f, "remat %s - plan activation rematerialization for training, and prove it by replay\n\n"
                "usage: remat COMMAND [options]\n\ncommands:\n",
-            REMAT_VERSION);
+            remat_version());
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`remat COMMAND --help` shows a command's options. Byte sizes accept 123, 4KiB,\n"
@@ -108,22 +109,41 @@ int remat_cli_exit_for(remat_status st)
     }
 }
 
+void remat_cli_put_escaped(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
 int remat_cli_fail(const remat_err *err)
 {
-    fprintf(stderr, "remat: %s\n", err->msg[0] ? err->msg : remat_status_str(err->code));
+    fputs("remat: ", stderr);
+    remat_cli_put_escaped(stderr, err->msg[0] ? err->msg : remat_status_str(err->code));
+    fputc('\n', stderr);
     return remat_cli_exit_for(err->code);
 }
 
 int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
-    fprintf(stderr, "remat %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "remat %s: ", cmd);
+    remat_cli_put_escaped(stderr, msg);
     fputc('\n', stderr);
     remat_cli_print_usage(stderr, cmd);
     return REMAT_EXIT_USAGE;
+}
+
+FILE *remat_cli_human(const char *out)
+{
+    return out && strcmp(out, "-") == 0 ? stderr : stdout;
 }
 
 int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a)
@@ -138,7 +158,11 @@ int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a)
         remat_graph_destroy(*g);
         *g = NULL;
         /* Analysis errors (a cycle) are about the file: name it. */
-        fprintf(stderr, "remat: %s: %s\n", path, err.msg);
+        fprintf(stderr, "remat: ");
+        remat_cli_put_escaped(stderr, path);
+        fputs(": ", stderr);
+        remat_cli_put_escaped(stderr, err.msg);
+        fputc('\n', stderr);
         return remat_cli_exit_for(err.code);
     }
     return REMAT_EXIT_OK;
@@ -149,10 +173,58 @@ int remat_cli_write(const char *path, const char *text, size_t len)
     remat_err err;
     remat_err_init(&err);
     if (remat__write_file_atomic(path, text, len, &err) != REMAT_OK) {
-        fprintf(stderr, "remat: %s\n", err.msg);
-        return REMAT_EXIT_INTERNAL;
+        remat_cli_fail(&err);
+        return err.code == REMAT_EINVAL ? REMAT_EXIT_USAGE : REMAT_EXIT_INTERNAL;
     }
     return REMAT_EXIT_OK;
+}
+
+/* Options whose argument names an output file, in every command. */
+static int names_an_output(const char *opt)
+{
+    return strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0 || strcmp(opt, "--svg") == 0;
+}
+
+/* An empty output name is a usage error before any work is done (getopt
+ * would hand it over as a name, and the write would fail only at the end).
+ * Scanning argv here, once, covers every command's -o, --output and --svg
+ * in both their "-o X" and "--output=X" spellings. */
+static int check_output_names(const char *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        const char *eq = strchr(argv[i], '=');
+        if (eq && eq[1] == '\0' && argv[i][0] == '-' && argv[i][1] == '-') {
+            char opt[32];
+            size_t n = (size_t)(eq - argv[i]);
+            if (n < sizeof opt) {
+                memcpy(opt, argv[i], n);
+                opt[n] = '\0';
+                if (names_an_output(opt))
+                    return remat_cli_usage_error(cmd, "%s: the output file name is empty (give a name, or - for "
+                                                      "stdout)", opt);
+            }
+        }
+        if (names_an_output(argv[i]) && i + 1 < argc && argv[i + 1][0] == '\0')
+            return remat_cli_usage_error(cmd, "%s: the output file name is empty (give a name, or - for stdout)",
+                                         argv[i]);
+    }
+    return REMAT_EXIT_OK;
+}
+
+/* Every command's stdout is checked once, here: a report that could not be
+ * written (a full disk, a closed pipe, /dev/full) is a failure, exit 5, not
+ * a silent success. */
+static int finish_stdout(int rc)
+{
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int saved = errno;
+    if (!bad || rc != REMAT_EXIT_OK) /* a failed command has said why */
+        return rc;
+    fprintf(stderr, "remat: stdout: write failed: %s\n", strerror(saved ? saved : EIO));
+    return REMAT_EXIT_INTERNAL;
 }
 
 int main(int argc, char **argv)
@@ -162,17 +234,20 @@ int main(int argc, char **argv)
         return REMAT_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("remat %s\n", REMAT_VERSION);
-        return REMAT_EXIT_OK;
+        printf("remat %s\n", remat_version());
+        return finish_stdout(REMAT_EXIT_OK);
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         print_help(stdout);
-        return REMAT_EXIT_OK;
+        return finish_stdout(REMAT_EXIT_OK);
     }
     const remat_command *c = find_command(argv[1]);
     if (!c) {
         fprintf(stderr, "remat: unknown command '%s' (see `remat help`)\n", argv[1]);
         return REMAT_EXIT_USAGE;
     }
-    return c->fn(argc - 1, argv + 1);
+    int rc = check_output_names(c->name, argc - 1, argv + 1);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
+    return finish_stdout(c->fn(argc - 1, argv + 1));
 }

@@ -113,6 +113,17 @@ void remat__json_clear_alloc_failed(void)
     alloc_failed = 0;
 }
 
+remat_status remat__json_check_utf8(const char *text, size_t len, const char *source, remat_err *err)
+{
+    size_t bad = remat__utf8_invalid_at_n(text, len);
+    if (bad == SIZE_MAX)
+        return REMAT_OK;
+    int line, col;
+    remat__json_line_col(text, len, text + bad, &line, &col);
+    return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: byte 0x%02x is not valid UTF-8 (JSON text must be UTF-8)",
+                         source, line, col, (unsigned)(unsigned char)text[bad]);
+}
+
 void remat__json_line_col(const char *text, size_t len, const char *at, int *line, int *col)
 {
     *line = 1;

@@ -19,6 +19,8 @@
 #ifndef REMAT_LOAD_JSON_GLUE_H
 #define REMAT_LOAD_JSON_GLUE_H
 
+#include "remat/util.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
@@ -34,6 +36,12 @@ cJSON *remat__json_parse(const char *text, size_t len, const char **end);
  * remat__json_clear_alloc_failed. */
 int remat__json_alloc_failed(void);
 void remat__json_clear_alloc_failed(void);
+
+/* REMAT_EPARSE "SOURCE:LINE:COL: byte 0xNN is not valid UTF-8" at the first
+ * byte of text[0..len) that is not (RFC 8259 8.1: JSON text is UTF-8), so
+ * that no string remat reads, and later writes into a document, is invalid.
+ * Every reader in src/load calls it before parsing. O(len). */
+remat_status remat__json_check_utf8(const char *text, size_t len, const char *source, remat_err *err);
 
 /* The 1-based line and column of `at` in text[0..len). */
 void remat__json_line_col(const char *text, size_t len, const char *at, int *line, int *col);

@@ -163,6 +163,9 @@ remat_status remat__graph_load_json_mode(const char *text, size_t len, const cha
         err = &local;
     loader L;
     remat_status st;
+    /* Before either driver, so both refuse the same bytes the same way. */
+    if ((st = remat__json_check_utf8(text, len, source, err)) != REMAT_OK)
+        return st;
     /* Every cJSON allocation below comes from the arena, which
      * remat__json_arena_end releases: no path calls cJSON_Delete. */
     remat__json_arena_begin();

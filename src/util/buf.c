@@ -9,13 +9,9 @@
 #include "util_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 void remat_buf_init(remat_buf *b)
 {
@@ -114,12 +110,89 @@ void remat_buf_json_str(remat_buf *b, const char *s)
     remat_buf_putn(b, "\"", 1);
 }
 
+size_t remat__utf8_seq(const unsigned char *p)
+{
+    /* A NUL ends the string, and no valid sequence holds one: the checks
+     * below stop at it, so SIZE_MAX bytes are never read. */
+    return remat__utf8_seq_n(p, SIZE_MAX);
+}
+
+size_t remat__utf8_seq_n(const unsigned char *p, size_t avail)
+{
+    /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
+    if (avail == 0)
+        return 0;
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+size_t remat__utf8_invalid_at_n(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        if (p[i] < 0x80) { /* the common case, byte by byte */
+            i++;
+            continue;
+        }
+        size_t n = remat__utf8_seq_n(p + i, len - i);
+        if (!n)
+            return i;
+        i += n;
+    }
+    return SIZE_MAX;
+}
+
+size_t remat__utf8_invalid_at(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (p[i]) {
+        size_t n = remat__utf8_seq(p + i);
+        if (!n)
+            return i;
+        i += n;
+    }
+    return SIZE_MAX;
+}
+
 void remat_buf_json_chars(remat_buf *b, const char *s)
 {
+    /* Every document remat writes is valid JSON whatever its strings hold:
+     * control characters are escaped, and a byte that does not begin a
+     * valid UTF-8 sequence (the loader refuses them in graphs, but names can
+     * come from elsewhere) becomes U+FFFD rather than invalid output. */
     const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
         const char *esc = NULL;
         char tmp[8];
+        size_t n = 1;
         switch (*p) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -127,16 +200,20 @@ void remat_buf_json_chars(remat_buf *b, const char *s)
         case '\r': esc = "\\r"; break;
         case '\t': esc = "\\t"; break;
         default:
-            if (*p < 0x20) {
+            if (*p < 0x20 || *p == 0x7f) {
                 snprintf(tmp, sizeof tmp, "\\u%04x", *p);
                 esc = tmp;
+            } else if (*p >= 0x80 && !(n = remat__utf8_seq(p))) {
+                esc = "\\ufffd";
+                n = 1;
             }
         }
         if (esc) {
             remat_buf_putn(b, run, (size_t)((const char *)p - run));
             remat_buf_puts(b, esc);
-            run = (const char *)p + 1;
+            run = (const char *)p + n;
         }
+        p += n;
     }
     remat_buf_puts(b, run);
 }
@@ -176,83 +253,6 @@ remat_status remat__read_file(const char *path, char **out, size_t *len, remat_e
     *out = b.data;
     if (len)
         *len = b.len;
-    return REMAT_OK;
-}
-
-/* Creates path's temporary sibling "path.tmp.XXXXXX" exclusively. mkstemp
- * would make it 0600, and rename would give the output that mode; opened
- * with 0666 the file gets what the umask allows, like any file the user's
- * tools create. The name's letters come from the clock, the process and a
- * counter; a name that exists already is just tried again. */
-static int create_temp(char *tmp, size_t plen)
-{
-    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)tmp;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        x = remat__fnv1a(x, &attempt, sizeof attempt);
-        uint64_t r = x;
-        memcpy(tmp + plen, ".tmp.", 5);
-        for (int i = 0; i < 6; i++, r /= 62)
-            tmp[plen + 5 + i] = letters[r % 62];
-        tmp[plen + 11] = '\0';
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-remat_status remat__write_file_atomic(const char *path, const char *data, size_t len, remat_err *err)
-{
-    if (strcmp(path, "-") == 0) {
-        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-            return remat_err_set(err, REMAT_EIO, "stdout: write failed: %s", strerror(errno));
-        return REMAT_OK;
-    }
-    size_t plen = strlen(path);
-    char *tmp = remat__malloc(plen + 16);
-    if (!tmp)
-        return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory", path);
-    memcpy(tmp, path, plen);
-    int fd = create_temp(tmp, plen);
-    if (fd < 0) {
-        remat_status st = remat_err_set(err, REMAT_EIO, "%s: cannot create temporary file: %s", path, strerror(errno));
-        remat__free(tmp);
-        return st;
-    }
-    /* Replacing a file keeps its permissions (and the umask does not apply
-     * to them, so fchmod rather than the mode given to open). */
-    struct stat old;
-    int ok = 1;
-    if (stat(path, &old) == 0 && S_ISREG(old.st_mode))
-        ok = fchmod(fd, old.st_mode & 07777) == 0;
-    size_t done = 0;
-    while (ok && done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        done += (size_t)w;
-    }
-    ok = ok && done == len && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0)
-        ok = 0;
-    if (ok && rename(tmp, path) != 0) {
-        saved = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        remat__free(tmp);
-        return remat_err_set(err, REMAT_EIO, "%s: write failed: %s", path, strerror(saved));
-    }
-    remat__free(tmp);
     return REMAT_OK;
 }
 

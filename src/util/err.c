@@ -1,5 +1,6 @@
 /*
- * err.c - status names and first-error-wins error records.
+ * err.c - status names, first-error-wins error records, and the library's
+ * version.
  */
 #include "remat/util.h"
 
@@ -12,6 +13,11 @@ static const char *const status_names[] = {
     REMAT_STATUS_MAP(REMAT__STATUS_STR)
 #undef REMAT__STATUS_STR
 };
+
+const char *remat_version(void)
+{
+    return REMAT_VERSION_STRING;
+}
 
 const char *remat_status_str(remat_status code)
 {

@@ -64,12 +64,31 @@ void remat_buf_printf(remat_buf *b, const char *fmt, ...)
 /* Appends s as a JSON string literal, quotes included. */
 void remat_buf_json_str(remat_buf *b, const char *s);
 /* Appends s escaped for the inside of a JSON string literal (no quotes), so
- * that a string can be built from parts of any length. */
+ * that a string can be built from parts of any length. Control characters
+ * (and DEL) are escaped; a byte that is not valid UTF-8 is written U+FFFD,
+ * so the document is valid JSON whatever s holds. */
 void remat_buf_json_chars(remat_buf *b, const char *s);
 
-/* Writes data to path atomically: a temporary file beside it, fsync'd and
- * renamed over path, so a failed run never leaves a truncated file. path "-"
- * writes to stdout. */
+/* The length of the valid UTF-8 sequence at p (1 to 4; 1 for ASCII, NUL
+ * included), or 0 when p does not begin one (RFC 3629: overlong forms,
+ * surrogates and code points above U+10FFFF are invalid). Reads at most
+ * up to the first byte that ends the sequence, so never past a NUL. */
+size_t remat__utf8_seq(const unsigned char *p);
+/* The same within p[0..avail), NULs and all. */
+size_t remat__utf8_seq_n(const unsigned char *p, size_t avail);
+/* The offset of the first byte of s[0..len) that is not valid UTF-8, or
+ * SIZE_MAX: JSON text must be UTF-8 (RFC 8259 section 8.1). */
+size_t remat__utf8_invalid_at_n(const char *s, size_t len);
+/* The offset of s's first byte that is not valid UTF-8, or SIZE_MAX. */
+size_t remat__utf8_invalid_at(const char *s);
+
+/* Writes an output document (output.c). A regular file, or a new name, is
+ * written atomically: a temporary file in its directory, fsync'd and renamed
+ * over it, so a failed run never leaves a truncated file; a symbolic link is
+ * followed and the file it names replaced (the link stays). Anything else -
+ * a device, a FIFO, /dev/stdout - is written in place, never replaced.
+ * path "-" writes to stdout; "" is REMAT_EINVAL. Errors: REMAT_EIO naming
+ * path, REMAT_ENOMEM. */
 remat_status remat__write_file_atomic(const char *path, const char *data, size_t len, remat_err *err);
 
 /* Reads a whole file (NUL-terminated). "-" reads stdin. *out is owned by the
