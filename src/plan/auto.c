@@ -275,7 +275,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             remat__free(all);
         }
         for (int k = 1; k <= LADDER && st == REMAT_OK && base.valid; k++) {
-            uint64_t b = (uint64_t)((double)base.metric * k / LADDER);
+            uint64_t b = remat__u64_from_double((double)base.metric * k / LADDER);
             if (b > P->o->budget)
                 break;
             sub.budget = b;

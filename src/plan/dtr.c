@@ -235,7 +235,7 @@ static remat_status smallest_fit(remat_planner *P, remat_dtr_run *R, int first, 
     if (lo < 1)
         lo = 1;
     while (st == REMAT_OK && lo < top && top - lo > top / DTR_SEARCH_PRECISION && spent < allowance) {
-        uint64_t mid = (uint64_t)sqrt((double)lo * (double)top);
+        uint64_t mid = remat__u64_from_double(sqrt((double)lo * (double)top));
         if (mid <= lo || mid >= top)
             mid = lo + (top - lo) / 2;
         if (mid <= lo) /* top = lo + 1: nothing lies between them */
@@ -295,7 +295,7 @@ static remat_status search(remat_planner *P, remat_dtr_run *R, int first, int la
                 /* The first score runs at the budget in every mode, always. */
                 if ((f > 0 || sc > first) && ef->work > DTR_PLAN_WORK)
                     goto searched;
-                uint64_t limit = f == 0 ? budget : (uint64_t)((double)budget * limit_fractions[f]);
+                uint64_t limit = f == 0 ? budget : remat__u64_from_double((double)budget * limit_fractions[f]);
                 remat_dtr_config c = {(remat_dtr_score)sc, m, limit, budget, 0};
                 st = try_run(P, R, c, &tmp, best);
                 ef->work += R->work;

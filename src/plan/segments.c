@@ -172,7 +172,8 @@ remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out)
         if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION && g->tensors[t].bytes) {
             if (g->tensors[t].bytes < lo)
                 lo = g->tensors[t].bytes;
-            total += g->tensors[t].bytes; /* bounded by the loader's per-tensor checks in practice */
+            if (!remat_u64_add(total, g->tensors[t].bytes, &total)) /* bytes near 2^64: saturate */
+                total = UINT64_MAX;
         }
     if (lo == UINT64_MAX)
         lo = total = 1;
@@ -181,7 +182,7 @@ remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out)
     uint32_t best_cuts = 0, tried = 0;
     const int steps = 64;
     for (int i = -1; st == REMAT_OK && i <= steps; i++) {
-        uint64_t thr = i < 0 ? 0 : (uint64_t)((double)lo * pow((double)total / (double)lo, (double)i / steps));
+        uint64_t thr = i < 0 ? 0 : remat__u64_from_double((double)lo * pow((double)total / (double)lo, (double)i / steps));
         uint32_t n = greedy(a, &c, thr, chosen);
         uint64_t sig = remat__fnv1a(REMAT_FNV_OFFSET, chosen, c.n ? c.n : 1) ^ n;
         if (i >= 0 && sig == prev_sig)

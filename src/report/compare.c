@@ -193,7 +193,8 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
         return remat_err_set(err, REMAT_EINTERNAL, "sweep: no strategy produced a plan");
     }
     for (size_t i = 0; i < n; i++) {
-        out->budgets[i] = lo + (uint64_t)((double)(hi - lo) * (double)i / (double)(n - 1));
+        uint64_t step = remat__u64_from_double((double)(hi - lo) * (double)i / (double)(n - 1));
+        out->budgets[i] = step > hi - lo ? hi : lo + step; /* rounding may overshoot hi */
         base.budget = out->budgets[i];
         for (size_t s = 0; s < k; s++) {
             remat_status st = run_one(a, &base, names[s], lin[s], 0, &row, err);

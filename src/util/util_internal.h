@@ -39,6 +39,34 @@ static inline uint32_t remat__later_step(uint32_t x, uint32_t y)
     return x > y ? x : y;
 }
 
+/* Double to integer, defined for every input. Converting a double outside
+ * (-1, 2^64) to uint64_t is undefined behaviour (C11 6.3.1.4), and a
+ * product of byte counts near 2^64 rounds up to 2^64 exactly: every such
+ * conversion in remat goes through one of these two.
+ *
+ * remat__u64_from_double saturates: NaN and x < 1 give 0 (the fraction is
+ * dropped, as a cast would), x >= 2^64 gives UINT64_MAX. For thresholds and
+ * interpolated budgets, where the nearest representable count is right. */
+static inline uint64_t remat__u64_from_double(double x)
+{
+    if (!(x > 0)) /* NaN too */
+        return 0;
+    if (x >= 18446744073709551616.0)
+        return UINT64_MAX;
+    return (uint64_t)x;
+}
+
+/* remat__u64_from_double_checked stores x in *out and returns 1 only when x
+ * is a whole number in [0, 2^64); else 0 and *out is unchanged. For values
+ * read from input, which must be refused rather than clamped. */
+static inline int remat__u64_from_double_checked(double x, uint64_t *out)
+{
+    if (!(x >= 0) || x >= 18446744073709551616.0 || x != (double)(uint64_t)x)
+        return 0;
+    *out = (uint64_t)x;
+    return 1;
+}
+
 /* A growable, always NUL-terminated string. On allocation failure it sets
  * `failed` and ignores further appends, so callers check once at the end. */
 typedef struct {
