@@ -115,17 +115,18 @@ bench: deps
 	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
 	$(BUILD)/bench_remat $(BUILD)/remat $(BENCH)
 
-# Fuzzing: the graph loader (with analysis, policy, replay, reports, tracer
-# and planners), the plan reader and the importers (Checkmate, DTR logs),
-# under ASan + UBSan, each for
-# FUZZ_SECONDS. The seeds are tests/fuzz/corpus/*; what the fuzzer finds
-# goes to build-fuzz/corpus/* (not committed) and crashes to build-fuzz/.
+# Fuzzing: the graph loader alone (load, fast), the loader with analysis,
+# policy, replay, reports, tracer and planners (graph), the plan reader and
+# the importers (Checkmate, DTR logs), under ASan + UBSan, each for
+# FUZZ_SECONDS. The seeds are tests/fuzz/corpus/* (load shares graph's);
+# what the fuzzer finds goes to build-fuzz/corpus/* (not committed) and
+# crashes to build-fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_TARGETS := graph plan import
+FUZZ_TARGETS := load graph plan import
 
-$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(BUILD)/libremat.a
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_load.h $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(BUILD)/libremat.a $(LDLIBS)
 
 fuzz: deps
@@ -135,7 +136,8 @@ fuzz: deps
 		$(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
 	for t in $(FUZZ_TARGETS); do \
 		mkdir -p build-fuzz/corpus/$$t && \
-		build-fuzz/fuzz_$$t build-fuzz/corpus/$$t tests/fuzz/corpus/$$t -dict=tests/fuzz/remat.dict \
+		seeds=$$t; [ $$t = load ] && seeds=graph; \
+		build-fuzz/fuzz_$$t build-fuzz/corpus/$$t tests/fuzz/corpus/$$seeds -dict=tests/fuzz/remat.dict \
 			-max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=20 -rss_limit_mb=2048 \
 			-print_final_stats=1 -artifact_prefix=build-fuzz/ || exit 1; \
 	done

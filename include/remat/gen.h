@@ -135,6 +135,12 @@ const char *remat_gen_family_name(remat_gen_family family);
 /* Parses a family name. REMAT_EINVAL naming the known families otherwise. */
 remat_status remat_gen_family_parse(const char *name, remat_gen_family *out, remat_err *err);
 
+/* The largest graph remat_gen_json writes, in ops: ten million (about
+ * 1.4 GB of JSON and ten seconds). Larger requests (chain --ops, layered
+ * --width x --layers, resnet --blocks, transformer --layers) are
+ * REMAT_EINVAL "out of range" rather than minutes of writing. */
+#define REMAT_GEN_MAX_OPS 10000000u
+
 /* Writes the graph as remat-graph JSON into a new NUL-terminated string that
  * the caller frees with remat_free; *len (if not NULL) gets its length.
  * Returns NULL with err set: REMAT_EINVAL for options out of range or whose

@@ -47,6 +47,10 @@ int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
  * ESC cannot drive the terminal. Every error message goes through it. */
 void remat_cli_put_escaped(FILE *f, const char *s);
 
+/* A whole number for option opt in [lo, hi]: "'x' is not a whole number"
+ * or "N is out of range (lo to hi)" as usage errors. Returns an exit code. */
+int remat_cli_parse_count(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* Where a command's human lines go: stderr when its document goes to
  * stdout (-o -), so that stdout carries the document alone; else stdout. */
 FILE *remat_cli_human(const char *out);
@@ -82,6 +86,12 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph *
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
+/* --budget (total) or --activation-budget: parses arg into o; a repeated
+ * option, or both, is a usage error that says which. Returns an exit code. */
+int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o);
+/* After parsing: an option that the chosen strategy would ignore is a
+ * usage error naming the option and the strategies it applies to. */
+int remat_cli_plan_check(const char *cmd, const remat_plan_options *o);
 
 
 #endif

@@ -34,10 +34,10 @@ int cmd_audit(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
         switch (c) {
         case 't': {
-            char *end;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || optarg[0] == '-' || v == 0 || v > 1000)
-                return remat_cli_usage_error("audit", "--top: '%s' is not a whole number from 1 to 1000", optarg);
+            uint64_t v;
+            int rc = remat_cli_parse_count("audit", "--top", optarg, 1, 1000, &v);
+            if (rc != REMAT_EXIT_OK)
+                return rc;
             o.top = (uint32_t)v;
             break;
         }

@@ -53,19 +53,18 @@ int cmd_compare(int argc, char **argv)
             continue;
         switch (c) {
         case 'b':
-        case OPT_ACT:
-            if (o.budget_kind != REMAT_BUDGET_NONE)
-                return remat_cli_usage_error("compare", "give one of --budget and --activation-budget");
-            if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
-                return remat_cli_usage_error("compare", "%s", err.msg);
-            o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+        case OPT_ACT: {
+            int brc = remat_cli_budget_option("compare", c == 'b', optarg, &o);
+            if (brc != REMAT_EXIT_OK)
+                return brc;
             break;
+        }
         case 'n': {
-            char *end;
-            sweep = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || sweep < 2 || sweep > 1000)
-                return remat_cli_usage_error("compare", "--sweep: '%s' is not a number of budgets from 2 to 1000",
-                                             optarg);
+            uint64_t v;
+            int nrc = remat_cli_parse_count("compare", "--sweep", optarg, 2, 1000, &v);
+            if (nrc != REMAT_EXIT_OK)
+                return nrc;
+            sweep = (unsigned long)v;
             break;
         }
         case OPT_SVG: svg = optarg; break;
@@ -94,6 +93,14 @@ int cmd_compare(int argc, char **argv)
         return remat_cli_usage_error("compare", "give --budget B or --activation-budget B (or --sweep N)");
     if (svg && !sweep)
         return remat_cli_usage_error("compare", "--svg draws a sweep: give --sweep N too");
+    /* A sweep chooses its budgets; --activation-budget 0 only says which
+     * kind. A budget beside it would be ignored, so it is an error. */
+    if (sweep && o.budget_kind == REMAT_BUDGET_TOTAL)
+        return remat_cli_usage_error("compare", "--budget does not apply to --sweep (it sweeps its own budgets; "
+                                                "--activation-budget 0 sweeps activation budgets)");
+    if (sweep && o.budget_kind == REMAT_BUDGET_ACTIVATION && o.budget != 0)
+        return remat_cli_usage_error("compare", "--activation-budget B does not apply to --sweep (it sweeps its own "
+                                                "budgets; --activation-budget 0 sweeps activation budgets)");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);

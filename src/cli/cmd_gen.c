@@ -81,7 +81,8 @@ static const char gen_help[] =
     "  layered      random layered DAG into one loss          ops = width*layers + 1\n"
     "  resnet       residual conv-bn-relu stack               ops = 7*blocks + 8\n"
     "  transformer  pre-LN blocks, Megatron parameters        ops = 15*layers + 4 (18*layers + 4 with --dropout)\n"
-    "  unet         encoder/decoder with long concat skips    ops = 11*depth + 6\n\n"
+    "  unet         encoder/decoder with long concat skips    ops = 11*depth + 6\n"
+    "  (at most 10^7 ops, about 1.4 GB of JSON: larger sizes are refused as out of range)\n\n"
     "chain:        --ops N (16) --param-every K (1) --random --seed S (1)\n"
     "              --bytes B (1MiB) --max-bytes B (4x) --flops F (1e9) --max-flops F (4x)\n"
     "              --param-bytes B (= --bytes)\n"
@@ -107,9 +108,9 @@ static int parse_count(const char *opt, const char *s, uint64_t *out)
     if (!*s || *s == '-' || *s == '+')
         return remat_cli_usage_error("gen", "--%s: expected a positive integer, got '%s'", opt, s);
     unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno)
+    if (*end || (errno && errno != ERANGE))
         return remat_cli_usage_error("gen", "--%s: expected a positive integer, got '%s'", opt, s);
-    if (v == 0 || v > UINT32_MAX)
+    if (v == 0 || v > UINT32_MAX || errno == ERANGE)
         return remat_cli_usage_error("gen", "--%s: %s is out of range (1 to %" PRIu32 ")", opt, s, UINT32_MAX);
     *out = v;
     return REMAT_EXIT_OK;

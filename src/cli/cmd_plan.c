@@ -9,6 +9,7 @@
 #include "remat/plan.h"
 #include "remat/alloc.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,83 @@ enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIM
 static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out)
 {
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || v > UINT32_MAX || s[0] == '-')
+    if (!*s || *end || s[0] == '-' || s[0] == '+')
         return remat_cli_usage_error(cmd, "%s: '%s' is not a whole number", opt, s);
+    if (v > UINT32_MAX || errno == ERANGE)
+        return remat_cli_usage_error(cmd, "%s: '%s' is out of range (at most %u)", opt, s, UINT32_MAX);
     *out = (uint32_t)v;
+    return REMAT_EXIT_OK;
+}
+
+int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o)
+{
+    const char *name = total ? "--budget" : "--activation-budget";
+    if (o->budget_kind != REMAT_BUDGET_NONE) {
+        if ((o->budget_kind == REMAT_BUDGET_TOTAL) == (total != 0))
+            return remat_cli_usage_error(cmd, "%s given twice (give it once)", name);
+        return remat_cli_usage_error(cmd, "give one of --budget and --activation-budget, not both");
+    }
+    remat_err err;
+    remat_err_init(&err);
+    if (remat_parse_bytes(arg, name, &o->budget, &err) != REMAT_OK)
+        return remat_cli_usage_error(cmd, "%s", err.msg);
+    o->budget_kind = total ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+    return REMAT_EXIT_OK;
+}
+
+/* Which strategies read each strategy option. auto hands every option on
+ * to the strategies it runs, except --linearized: it tries both forms of
+ * sqrtn and chen-greedy itself. One table, so that an option given to a
+ * strategy that would ignore it is an error naming both, never a silent
+ * no-op. */
+static const struct {
+    const char *option;
+    const char *strategies; /* space-separated, as the message lists them */
+} applies[] = {
+    {"--linearized", "sqrtn chen-greedy"},
+    {"--segments", "sqrtn auto"},
+    {"--dp-step", "chain-dp auto"},
+    {"--dp-slots", "chain-dp auto"},
+    {"--time-limit", "exact auto"},
+    {"--never-recompute", "mincut auto"},
+    {"--dtr-score", "dtr auto"},
+};
+
+static int option_given(const remat_plan_options *o, size_t i)
+{
+    switch (i) {
+    case 0: return o->linearized != 0;
+    case 1: return o->segments != 0;
+    case 2: return o->dp_step != 0;
+    case 3: return o->dp_slots != 0;
+    case 4: return o->time_limit > 0;
+    case 5: return o->never_recompute != NULL;
+    default: return o->dtr_score != NULL;
+    }
+}
+
+static int lists(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+int remat_cli_plan_check(const char *cmd, const remat_plan_options *o)
+{
+    const char *s = o->strategy ? o->strategy : "auto";
+    for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
+        if (option_given(o, i) && !lists(applies[i].strategies, s))
+            return remat_cli_usage_error(cmd, "%s does not apply to --strategy %s (it applies to %s)", applies[i].option,
+                                         s, applies[i].strategies);
+    if (o->dp_step && o->dp_slots)
+        return remat_cli_usage_error(cmd, "give one of --dp-step and --dp-slots, not both");
+    if (o->budget_mode == REMAT_BUDGET_MODE_ARENA && o->budget_kind == REMAT_BUDGET_NONE)
+        return remat_cli_usage_error(cmd, "--budget-mode arena needs a budget (--budget or --activation-budget)");
     return REMAT_EXIT_OK;
 }
 
@@ -35,13 +109,7 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     switch (c) {
     case 's': o->strategy = arg; return REMAT_EXIT_OK;
     case 'b':
-    case OPT_ACT:
-        if (o->budget_kind != REMAT_BUDGET_NONE)
-            return remat_cli_usage_error(cmd, "give one of --budget and --activation-budget");
-        if (remat_parse_bytes(arg, c == 'b' ? "--budget" : "--activation-budget", &o->budget, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
-        o->budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
-        return REMAT_EXIT_OK;
+    case OPT_ACT: return remat_cli_budget_option(cmd, c == 'b', arg, o);
     case OPT_LINEAR: o->linearized = 1; return REMAT_EXIT_OK;
     case OPT_SEGMENTS: return parse_u32(cmd, "--segments", arg, &o->segments);
     case OPT_DPSLOTS: return parse_u32(cmd, "--dp-slots", arg, &o->dp_slots);
@@ -152,7 +220,7 @@ int cmd_plan(int argc, char **argv)
     };
     remat_plan_options o;
     remat_plan_options_init(&o);
-    int json = 0, c;
+    int json = 0, c, rc0;
     const char *out = NULL;
     optind = 1;
     remat_cli_ledger L;
@@ -189,6 +257,8 @@ int cmd_plan(int argc, char **argv)
     }
     if (optind != argc - 1)
         return remat_cli_usage_error("plan", "expected exactly one GRAPH");
+    if ((rc0 = remat_cli_plan_check("plan", &o)) != REMAT_EXIT_OK)
+        return rc0;
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);

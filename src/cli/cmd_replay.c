@@ -21,21 +21,6 @@
 #include <string.h>
 
 /* A scale is a plain divisor: digits only, at least 1. */
-static int parse_scale(const char *s, uint64_t *out)
-{
-    if (!s || !*s)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    errno = 0;
-    unsigned long long v = strtoull(s, NULL, 10);
-    if (errno == ERANGE || v == 0)
-        return 0;
-    *out = (uint64_t)v;
-    return 1;
-}
-
 static void numeric_json(remat_buf *b, const remat_numeric_result *nr, const remat_err *why)
 {
     remat_buf_printf(b,
@@ -134,8 +119,9 @@ int cmd_replay(int argc, char **argv)
         return remat_cli_usage_error("replay", "expected GRAPH [PLAN]");
     if (scale_arg && !numeric)
         return remat_cli_usage_error("replay", "--scale applies to --numeric only");
-    if (scale_arg && !parse_scale(scale_arg, &scale))
-        return remat_cli_usage_error("replay", "--scale: '%s' is not a whole number from 1 to 2^64-1", scale_arg);
+    int src;
+    if (scale_arg && (src = remat_cli_parse_count("replay", "--scale", scale_arg, 1, UINT64_MAX, &scale)) != REMAT_EXIT_OK)
+        return src;
     if (L.used && numeric)
         return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
     remat_graph *g;

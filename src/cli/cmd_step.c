@@ -37,13 +37,7 @@ typedef struct {
 
 static int parse_u64(const char *opt, const char *s, uint64_t *out, int allow_zero)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || s[0] == '-' || errno == ERANGE || (!allow_zero && v == 0))
-        return remat_cli_usage_error("step", "%s: '%s' is not a whole number%s", opt, s, allow_zero ? "" : " >= 1");
-    *out = (uint64_t)v;
-    return REMAT_EXIT_OK;
+    return remat_cli_parse_count("step", opt, s, allow_zero ? 0 : 1, UINT64_MAX, out);
 }
 
 static int parse_real(const char *opt, const char *s, double *out)

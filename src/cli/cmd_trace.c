@@ -61,16 +61,14 @@ static int format_from_option(const char *s)
 }
 
 /* A whole number from 1 to max. */
-static int parse_count(const char *s, uint64_t max, uint64_t *out)
+static const char *format_label(int fmt)
 {
-    char *end;
-    if (!*s || *s == '-' || *s == '+')
-        return 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || v == 0 || v > max)
-        return 0;
-    *out = (uint64_t)v;
-    return 1;
+    switch (fmt) {
+    case FMT_JSON: return "json";
+    case FMT_CHROME: return "chrome";
+    case FMT_CSV: return "csv";
+    default: return "svg";
+    }
 }
 
 int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
@@ -121,7 +119,7 @@ int cmd_trace(int argc, char **argv)
     remat_trace_options o;
     remat_trace_options_init(&o);
     const char *out = NULL, *plan_path = NULL, *per_us = NULL;
-    int fmt = FMT_NONE, c, budget_given = 0;
+    int fmt = FMT_NONE, c, rc0, budget_given = 0;
     uint64_t v;
     remat_err err;
     remat_err_init(&err);
@@ -131,8 +129,11 @@ int cmd_trace(int argc, char **argv)
         case OPT_PLAN: plan_path = optarg; break;
         case 'b':
         case OPT_ACT:
+            if (budget_given && (o.budget_kind == REMAT_BUDGET_TOTAL) == (c == 'b'))
+                return remat_cli_usage_error("trace", "%s given twice (give it once)",
+                                             c == 'b' ? "--budget" : "--activation-budget");
             if (budget_given)
-                return remat_cli_usage_error("trace", "give one of --budget and --activation-budget");
+                return remat_cli_usage_error("trace", "give one of --budget and --activation-budget, not both");
             if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
                 return remat_cli_usage_error("trace", "%s", err.msg);
             o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
@@ -145,15 +146,15 @@ int cmd_trace(int argc, char **argv)
         case OPT_FLOPS_TIME: o.flops_time = 1; break;
         case OPT_PER_US: per_us = optarg; break;
         case OPT_TOP:
-            if (!parse_count(optarg, 1000, &v))
-                return remat_cli_usage_error("trace", "--top: '%s' is not a whole number from 1 to 1000", optarg);
+            if ((rc0 = remat_cli_parse_count("trace", "--top", optarg, 1, 1000, &v)) != REMAT_EXIT_OK)
+                return rc0;
             o.top = (uint32_t)v;
             break;
         case OPT_WIDTH:
         case OPT_HEIGHT:
-            if (!parse_count(optarg, 20000, &v))
-                return remat_cli_usage_error("trace", "--%s: '%s' is not a whole number of pixels",
-                                             c == OPT_WIDTH ? "width" : "height", optarg);
+            if ((rc0 = remat_cli_parse_count("trace", c == OPT_WIDTH ? "--width" : "--height", optarg, 1, 20000, &v)) !=
+                REMAT_EXIT_OK)
+                return rc0;
             *(c == OPT_WIDTH ? &o.width : &o.height) = (uint32_t)v;
             break;
         case 'o': out = optarg; break;
@@ -165,14 +166,22 @@ int cmd_trace(int argc, char **argv)
         return remat_cli_usage_error("trace", "expected GRAPH (and the plan as --plan PLAN)");
     if (optind == argc - 2)
         plan_path = argv[optind + 1];
-    if (fmt == FMT_NONE && out)
-        fmt = format_from_name(out);
+    /* A format that contradicts the file's name would write, say, CSV into
+     * x.svg: an error, not a surprise (a Chrome trace may be any .json). */
+    const int named = out ? format_from_name(out) : FMT_NONE;
+    if (fmt != FMT_NONE && named != FMT_NONE && fmt != named && !(fmt == FMT_CHROME && named == FMT_JSON))
+        return remat_cli_usage_error("trace", "--format %s does not match -o %s (name the file for its format, or drop "
+                                              "--format)",
+                                     format_label(fmt), out);
+    if (fmt == FMT_NONE)
+        fmt = named;
     if (fmt == FMT_NONE)
         return remat_cli_usage_error("trace", "give --format, or an -o name ending .json, .trace.json, .csv or .svg");
     if (per_us && !o.flops_time)
         return remat_cli_usage_error("trace", "--flops-per-us applies to --flops-time only");
-    if (per_us && !parse_count(per_us, UINT64_MAX, &o.flops_per_us))
-        return remat_cli_usage_error("trace", "--flops-per-us: '%s' is not a whole number", per_us);
+    if (per_us && (rc0 = remat_cli_parse_count("trace", "--flops-per-us", per_us, 1, UINT64_MAX, &o.flops_per_us)) !=
+                      REMAT_EXIT_OK)
+        return rc0;
     if (o.flops_time && fmt != FMT_CHROME)
         return remat_cli_usage_error("trace", "--flops-time applies to the Chrome trace only");
     if ((o.width || o.height) && fmt != FMT_SVG)

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int cmd_help(int argc, char **argv);
@@ -139,6 +140,22 @@ int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
     fputc('\n', stderr);
     remat_cli_print_usage(stderr, cmd);
     return REMAT_EXIT_USAGE;
+}
+
+int remat_cli_parse_count(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    int digits = *s != '\0';
+    for (const char *p = s; *p; p++)
+        digits = digits && *p >= '0' && *p <= '9';
+    if (!digits)
+        return remat_cli_usage_error(cmd, "%s: '%s' is not a whole number", opt, s);
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v < lo || v > hi)
+        return remat_cli_usage_error(cmd, "%s: %s is out of range (%llu to %llu)", opt, s, (unsigned long long)lo,
+                                     (unsigned long long)hi);
+    *out = (uint64_t)v;
+    return REMAT_EXIT_OK;
 }
 
 FILE *remat_cli_human(const char *out)

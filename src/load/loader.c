@@ -163,9 +163,16 @@ remat_status remat__graph_load_json_mode(const char *text, size_t len, const cha
         err = &local;
     loader L;
     remat_status st;
-    /* Before either driver, so both refuse the same bytes the same way. */
-    if ((st = remat__json_check_utf8(text, len, source, err)) != REMAT_OK)
-        return st;
+    /* Before either driver, so both refuse the same bytes the same way
+     * (the stream driver alone gives up as it does on anything it refuses,
+     * leaving the canonical message to the tree driver). */
+    remat_err uerr;
+    remat_err_init(&uerr);
+    if ((st = remat__json_check_utf8(text, len, source, &uerr)) != REMAT_OK) {
+        if (mode == REMAT_LOAD_STREAM)
+            return remat_err_set(err, REMAT_EUNSUPPORTED, "%s: the stream driver gave up (%s)", source, uerr.msg);
+        return remat_err_set(err, st, "%s", uerr.msg);
+    }
     /* Every cJSON allocation below comes from the arena, which
      * remat__json_arena_end releases: no path calls cJSON_Delete. */
     remat__json_arena_begin();

@@ -387,6 +387,17 @@ char *remat_gen_json(const remat_gen_opts *o, size_t *len, remat_err *err)
         remat_err_set(err, REMAT_EINVAL, "unknown generator family %d", (int)o->family);
         return NULL;
     }
+    /* The size limit (gen.h). chain, layered and transformer check it
+     * with their other options; resnet and unet here, from their closed
+     * forms for the op count (remat gen --help), before anything is written. */
+    uint64_t ops = o->family == REMAT_GEN_RESNET ? (uint64_t)o->blocks * 7 + 8
+                   : o->family == REMAT_GEN_UNET ? (uint64_t)o->depth * 11 + 6
+                                                 : 0;
+    if (ops > REMAT_GEN_MAX_OPS) {
+        remat_err_set(err, REMAT_EINVAL, "%s: %" PRIu64 " ops is out of range (at most %u ops, about 1.4 GB of JSON)",
+                      o->family == REMAT_GEN_RESNET ? "--blocks" : "--depth", ops, (unsigned)REMAT_GEN_MAX_OPS);
+        return NULL;
+    }
     const char *nm = o->name ? o->name : name;
     switch (o->family) {
     case REMAT_GEN_CHAIN: gen_chain(&w, o, nm); break;

@@ -9,9 +9,9 @@
 #include "remat/gen.h"
 #include "../util/util_internal.h"
 
-/* Enough for 10^8 ops of text in memory (several GB); beyond that nobody
- * means it and the loader's 2^32 index limit is near. */
-#define REMAT__GEN_MAX_OPS 100000000ULL
+/* The public limit (gen.h): 10^7 ops, about 1.4 GB of text and ten
+ * seconds; 10^8 took minutes and several GB before anyone noticed. */
+#define REMAT__GEN_MAX_OPS ((unsigned long long)REMAT_GEN_MAX_OPS)
 
 typedef struct {
     remat_buf b;

@@ -46,7 +46,7 @@ expect gen_missing_value 2 "'--ops' needs a value" -- "$REMAT" gen chain --ops
 expect gen_zero_ops 2 "--ops: 0 is out of range" -- "$REMAT" gen chain --ops 0
 expect gen_bad_count 2 "--ops: expected a positive integer, got '12x'" -- "$REMAT" gen chain --ops 12x
 expect gen_negative_count 2 "--width: expected a positive integer" -- "$REMAT" gen layered --width -3
-expect gen_too_many_ops 2 "--ops must be between 1 and 100000000" -- "$REMAT" gen chain --ops 200000000
+expect gen_too_many_ops 2 "--ops must be between 1 and 10000000 (got 20000000)" -- "$REMAT" gen chain --ops 20000000
 expect gen_bad_bytes 2 "--bytes: unknown unit in '4Q'" -- "$REMAT" gen chain --bytes 4Q
 expect gen_fractional_bytes 2 "--max-bytes: '1.5B' is not a whole number" -- "$REMAT" gen chain --max-bytes 1.5B
 expect gen_bad_flops 2 "--flops: '2.5' is not a whole number" -- "$REMAT" gen chain --flops 2.5

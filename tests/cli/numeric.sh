@@ -13,10 +13,10 @@ expect numeric_scale_equals_form 0 '"scale": 3' -- "$REMAT" replay --numeric --s
 expect numeric_help 0 "--numeric [--scale K]" -- "$REMAT" replay --help
 expect numeric_scale_without_numeric 2 "--scale applies to --numeric only" -- \
     "$REMAT" replay --scale 7 graphs/mlp2.json
-expect numeric_scale_zero 2 "--scale: '0' is not a whole number" -- "$REMAT" replay --numeric --scale 0 graphs/mlp2.json
+expect numeric_scale_zero 2 "--scale: 0 is out of range (1 to" -- "$REMAT" replay --numeric --scale 0 graphs/mlp2.json
 expect numeric_scale_text 2 "--scale: '1KiB' is not a whole number" -- \
     "$REMAT" replay --numeric --scale 1KiB graphs/mlp2.json
-expect numeric_scale_overflow 2 "is not a whole number" -- \
+expect numeric_scale_overflow 2 "is out of range (1 to 18446744073709551615)" -- \
     "$REMAT" replay --numeric --scale 99999999999999999999999 graphs/mlp2.json
 
 # A plan that recomputes a1 (and its view v1) before bwd:h2: the graph's

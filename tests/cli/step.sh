@@ -81,7 +81,7 @@ expect step_lion 2 "optimizer lion is budgeted by the ledger but not executed" -
 expect step_bad_optimizer 2 "--optimizer: unknown optimizer 'rmsprop'" -- $S $M --optimizer rmsprop --seed 1
 expect step_bad_lr 2 "--lr: 'fast' is not a non-negative number" -- $S $M --optimizer adam --lr fast --seed 1
 expect step_bad_betas 2 "--betas: '0.9' is not two numbers" -- $S $M --optimizer adam --betas 0.9 --seed 1
-expect step_bad_steps 2 "--steps: '0' is not a whole number >= 1" -- $S $M --optimizer adam --seed 1 --steps 0
+expect step_bad_steps 2 "--steps: 0 is out of range (1 to" -- $S $M --optimizer adam --seed 1 --steps 0
 expect step_bad_seed 2 "--seed: 'x' is not a whole number" -- $S $M --optimizer adam --seed x
 expect step_extra_arg 2 "expected GRAPH [PLAN]" -- $S $M a b --optimizer adam --seed 1
 "$REMAT" plan graphs/mlp2.json --strategy store-all -o "$T/mlp2plan.json" >/dev/null 2>&1

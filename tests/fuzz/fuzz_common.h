@@ -76,24 +76,35 @@ static inline void fuzz_replay(const remat_analysis *a, const remat_schedule *s,
     remat_replay_result_destroy(&r);
 }
 
-/* Plans with every strategy at the store-all peak (which store-all meets,
- * so it may fail only by overflow), one byte under it and at half of it:
- * the last two take each planner's infeasible path, whose search for the
- * smallest budget it meets once bisected forever between lo and lo + 1.
- * exact and auto (which runs every strategy, exact included) only on tiny
- * graphs, with a short time limit: on a 12-op graph they cost about a
- * second per input under the sanitizers, a thousand times the rest. */
-static inline void fuzz_plans(const remat_analysis *a, uint64_t store_all_peak)
+/* Plans at the store-all peak (which store-all meets, so it may fail only
+ * by overflow), one byte under it and at half of it: the last two take each
+ * planner's infeasible path, whose search for the smallest budget it meets
+ * once bisected forever between lo and lo + 1. exact and auto (which runs
+ * every strategy, exact included) only on tiny graphs, with a short time
+ * limit: on a 12-op graph they cost about a second per input under the
+ * sanitizers, a thousand times the rest.
+ *
+ * Every strategy at every budget made about 530 executions a second; one
+ * (strategy, budget) pair per input, chosen by a hash of the input's bytes,
+ * makes the target several times faster, and the fuzzer still reaches every
+ * pair, since a mutation changes the hash. pick = UINT64_MAX runs them all
+ * (the import target, whose inputs are rarer). */
+static inline void fuzz_plans(const remat_analysis *a, uint64_t store_all_peak, uint64_t pick)
 {
     static const char *const strategies[] = {"store-all", "sqrtn", "chen-greedy", "revolve", "chain-dp",
                                               "dtr",       "mincut", "exact",      "auto"};
-    const uint64_t budgets[] = {store_all_peak, store_all_peak - 1, store_all_peak / 2};
-    for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
+    enum { N_STRATEGIES = sizeof strategies / sizeof strategies[0], N_BUDGETS = 3 };
+    const uint64_t budgets[N_BUDGETS] = {store_all_peak, store_all_peak - 1, store_all_peak / 2};
+    for (size_t i = 0; i < N_STRATEGIES; i++) {
+        if (pick != UINT64_MAX && i != pick % N_STRATEGIES)
+            continue;
         /* The ops a strategy is fuzzed on at most: the first four are cheap. */
         const uint32_t most = i < 4 ? 48 : i < 7 ? 24 : 6;
         if (a->g->n_ops > most)
             continue;
-        for (size_t k = 0; k < sizeof budgets / sizeof budgets[0]; k++) {
+        for (size_t k = 0; k < N_BUDGETS; k++) {
+            if (pick != UINT64_MAX && k != (pick / N_STRATEGIES) % N_BUDGETS)
+                continue;
             remat_plan_options o;
             remat_plan_options_init(&o);
             o.strategy = strategies[i];
@@ -122,8 +133,17 @@ static inline void fuzz_plans(const remat_analysis *a, uint64_t store_all_peak)
     }
 }
 
+/* A cheap hash of the input, for fuzz_plans' choice. */
+static inline uint64_t fuzz_pick(const uint8_t *data, size_t size)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
 /* Everything cheap that reads an analysis of g. */
-static inline void fuzz_exercise(const remat_graph *g, int plan)
+static inline void fuzz_exercise(const remat_graph *g, int plan, uint64_t pick)
 {
     remat_analysis *a = NULL;
     remat_err err;
@@ -163,7 +183,7 @@ static inline void fuzz_exercise(const remat_graph *g, int plan)
     }
     free(keep);
     if (plan && store_all_peak)
-        fuzz_plans(a, store_all_peak);
+        fuzz_plans(a, store_all_peak, pick);
     remat_analysis_destroy(a);
 }
 

@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_EXPECT(st == REMAT_OK || st == REMAT_EGRAPH || st == REMAT_EOVERFLOW, "imported graph: %s: %s",
                 remat_status_str(st), err.msg);
     if (st == REMAT_OK)
-        fuzz_exercise(g, g->n_ops <= 24);
+        fuzz_exercise(g, g->n_ops <= 24, UINT64_MAX);
     remat_graph_destroy(g);
     remat_free(json);
     return 0;
