@@ -36,6 +36,11 @@ int remat_cli_exit_for(remat_status st);
 /* Prints "remat: <msg>" to stderr and returns the exit code for err. */
 int remat_cli_fail(const remat_err *err);
 
+/* The same for an error about file (a plan whose schedule is invalid, a
+ * graph whose sizes overflow): "remat: FILE: <msg>", unless the message
+ * names the file already. */
+int remat_cli_fail_in(const char *file, const remat_err *err);
+
 /* Prints "remat NAME: <msg>\nusage: ..." and returns REMAT_EXIT_USAGE. */
 int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

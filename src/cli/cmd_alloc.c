@@ -161,7 +161,7 @@ int cmd_alloc(int argc, char **argv)
             st = remat_alloc_verify(&t, sp.offsets, sp.arena_bytes, &err);
     }
     if (st != REMAT_OK) {
-        rc = remat_cli_fail(&err);
+        rc = remat_cli_fail_in(optind == argc - 2 ? argv[optind + 1] : argv[optind], &err);
     } else {
         size_t len;
         char *text;

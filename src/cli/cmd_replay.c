@@ -119,9 +119,9 @@ int cmd_replay(int argc, char **argv)
         return remat_cli_usage_error("replay", "expected GRAPH [PLAN]");
     if (scale_arg && !numeric)
         return remat_cli_usage_error("replay", "--scale applies to --numeric only");
-    int src;
-    if (scale_arg && (src = remat_cli_parse_count("replay", "--scale", scale_arg, 1, UINT64_MAX, &scale)) != REMAT_EXIT_OK)
-        return src;
+    int prc;
+    if (scale_arg && (prc = remat_cli_parse_count("replay", "--scale", scale_arg, 1, UINT64_MAX, &scale)) != REMAT_EXIT_OK)
+        return prc;
     if (L.used && numeric)
         return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
     remat_graph *g;
@@ -151,8 +151,10 @@ int cmd_replay(int argc, char **argv)
     if (st == REMAT_OK)
         st = numeric ? remat_numeric_replay(a, &plan.schedule, scale, &nr, &err)
                      : remat_replay(a, &plan.schedule, &extras, NULL, r, &err);
+    /* A schedule's or an overflow's message names the file it came from. */
+    const char *src = optind == argc - 2 ? argv[optind + 1] : argv[optind];
     if (st != REMAT_OK) {
-        rc = remat_cli_fail(&err);
+        rc = remat_cli_fail_in(src, &err);
     } else {
         remat_err rerr;
         remat_err_init(&rerr);
@@ -165,7 +167,7 @@ int cmd_replay(int argc, char **argv)
         remat_free(text);
         if (rc == REMAT_EXIT_OK && (!r->valid || (numeric && !nr.verified))) {
             if (!json)
-                fprintf(stderr, "remat: %s\n", err.msg);
+                remat_cli_fail_in(src, &err);
             rc = REMAT_EXIT_FAIL;
         }
     }

@@ -121,7 +121,8 @@ typedef struct {
     remat_dataset data;
     int has_data;
     remat_batch batch;
-    FILE *H; /* human lines: stdout, or stderr when the state goes to stdout */
+    FILE *H;         /* human lines: stdout, or stderr when the state goes to stdout */
+    const char *src; /* the schedule's file: the plan, or the graph for store-all */
 } session;
 
 /* Fills the batch of the state's current step. */
@@ -136,9 +137,12 @@ static remat_status next_batch(session *S, const step_args *A, remat_err *err)
 
 /* A failed step: the schedule was not valid or not proved (exit 1), or the
  * data was bad (exit 3), or memory ran out. */
-static int step_failed(remat_status st, const remat_err *err)
+static int step_failed(const session *S, remat_status st, const remat_err *err)
 {
-    fprintf(stderr, "remat: %s\n", err->msg);
+    if (st == REMAT_ESCHEDULE || st == REMAT_EOVERFLOW) /* about the schedule's file */
+        remat_cli_fail_in(S->src, err);
+    else
+        remat_cli_fail(err);
     return st == REMAT_ESCHEDULE || st == REMAT_EINTERNAL ? REMAT_EXIT_FAIL : remat_cli_exit_for(st);
 }
 
@@ -210,7 +214,7 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
             st = remat_train_step(S->tr, S->has_plan ? &S->plan.schedule : &S->store_all, &S->st, &S->batch, &r,
                                   &err);
         if (st != REMAT_OK)
-            return step_failed(st, &err);
+            return step_failed(S, st, &err);
         /* A diverged run stops here, before any state is written: a NaN
          * state file would be resumed from and trained on silently. */
         char bad[256];
@@ -231,7 +235,7 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
         if (S->has_plan) {
             /* The same step without recomputation, on the copy. */
             if ((st = remat_train_step(S->tr, &S->store_all, &S->st_ref, &S->batch, &rr, &err)) != REMAT_OK)
-                return step_failed(st, &err);
+                return step_failed(S, st, &err);
             t_ref[k] = rr.wall_seconds;
             char where[160];
             if (!remat_model_state_equal(&S->st, &S->st_ref, g, where, sizeof where)) {
@@ -305,6 +309,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
     S->g = g;
     S->a = a;
     S->H = remat_cli_human(A->out);
+    S->src = plan_path ? plan_path : graph_path;
     remat_status st = remat_trainer_create(a, &S->tr, &err);
     if (st != REMAT_OK) {
         fprintf(stderr, "remat: %s: %s\n", graph_path, err.msg);

@@ -91,7 +91,7 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph *
     if (st == REMAT_OK)
         st = remat_trace_build(*a, &plan->schedule, NULL, t, &err);
     if (st != REMAT_OK) {
-        rc = remat_cli_fail(&err);
+        rc = remat_cli_fail_in(plan_path ? plan_path : graph, &err);
         remat_analysis_destroy(*a);
         remat_graph_destroy(*g);
         *a = NULL;

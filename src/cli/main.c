@@ -128,6 +128,20 @@ int remat_cli_fail(const remat_err *err)
     return remat_cli_exit_for(err->code);
 }
 
+int remat_cli_fail_in(const char *file, const remat_err *err)
+{
+    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
+    size_t n = strlen(file);
+    if (strncmp(msg, file, n) == 0 && msg[n] == ':') /* it names the file already */
+        return remat_cli_fail(err);
+    fputs("remat: ", stderr);
+    remat_cli_put_escaped(stderr, file);
+    fputs(": ", stderr);
+    remat_cli_put_escaped(stderr, msg);
+    fputc('\n', stderr);
+    return remat_cli_exit_for(err->code);
+}
+
 int remat_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     char msg[1024];
@@ -163,6 +177,42 @@ FILE *remat_cli_human(const char *out)
     return out && strcmp(out, "-") == 0 ? stderr : stdout;
 }
 
+/* A save of a tensor that a later op produces is accepted (graphs/README.md,
+ * "saves": converted joint graphs do this, and the tensor exists by the time
+ * backward runs), but it keeps that tensor alive from its birth to this
+ * op's backward step, which is rarely what a hand-written graph means: say
+ * so once, with the first such place and the count. */
+static void warn_late_saves(const char *path, const remat_analysis *a)
+{
+    const remat_graph *g = a->g;
+    uint64_t n = 0;
+    uint32_t first_op = REMAT_NONE, first_t = REMAT_NONE, first_i = 0;
+    for (uint32_t k = 0; k < g->n_ops; k++) {
+        const uint32_t *sv = remat_op_saves(g, &g->ops[k]);
+        for (uint32_t i = 0; i < g->ops[k].n_save; i++) {
+            uint32_t p = g->tensors[sv[i]].producer;
+            if (p != REMAT_NONE && a->pos[p] > a->pos[k]) {
+                if (n++ == 0) {
+                    first_op = k;
+                    first_t = sv[i];
+                    first_i = i;
+                }
+            }
+        }
+    }
+    if (!n)
+        return;
+    fputs("remat: warning: ", stderr);
+    remat_cli_put_escaped(stderr, path);
+    fprintf(stderr, ": ops[%u].saves[%u]: op '", first_op, first_i);
+    remat_cli_put_escaped(stderr, g->ops[first_op].id);
+    fputs("' saves '", stderr);
+    remat_cli_put_escaped(stderr, g->tensors[first_t].id);
+    fprintf(stderr, "', which a later op produces: it is kept from then until this op's backward step "
+                    "(%llu such save%s in all; see \"saves\" in graphs/README.md)\n",
+            (unsigned long long)n, n == 1 ? "" : "s");
+}
+
 int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a)
 {
     remat_err err;
@@ -182,6 +232,7 @@ int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a)
         fputc('\n', stderr);
         return remat_cli_exit_for(err.code);
     }
+    warn_late_saves(path, *a);
     return REMAT_EXIT_OK;
 }
 

@@ -113,6 +113,36 @@ void remat__json_clear_alloc_failed(void)
     alloc_failed = 0;
 }
 
+remat_status remat__json_document(const char *text, size_t len, const char *source, cJSON **root, remat_err *err)
+{
+    *root = NULL;
+    remat_status st = remat__json_check_utf8(text, len, source, err);
+    if (st != REMAT_OK)
+        return st;
+    const char *end = NULL;
+    cJSON *r = remat__json_parse(text, len, &end);
+    if (!r && remat__json_alloc_failed())
+        return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
+    int line, col;
+    if (!r) {
+        if (len == 0)
+            return remat_err_set(err, REMAT_EPARSE, "%s: empty file, not JSON", source);
+        remat__json_line_col(text, len, end ? end : text, &line, &col);
+        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
+    }
+    /* Nothing but whitespace may follow the document. */
+    const char *p = end ? end : text + len;
+    while (p < text + len && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    if (p < text + len && *p != '\0') {
+        cJSON_Delete(r);
+        remat__json_line_col(text, len, p, &line, &col);
+        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: unexpected text after the JSON value", source, line, col);
+    }
+    *root = r;
+    return REMAT_OK;
+}
+
 remat_status remat__json_check_utf8(const char *text, size_t len, const char *source, remat_err *err)
 {
     size_t bad = remat__utf8_invalid_at_n(text, len);

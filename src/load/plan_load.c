@@ -186,6 +186,11 @@ static remat_status load(const remat_graph *g, const cJSON *root, const char *so
         if (st != REMAT_OK)
             return st;
     }
+    /* The static offsets are checked now, so nothing after the reader
+     * ever sees a layout that overlaps or leaves its arena. */
+    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(root, "offsets");
+    if (offsets)
+        return remat__plan_check_offsets(g, offsets, p->schedule.n, source, err);
     return REMAT_OK;
 }
 
@@ -195,17 +200,11 @@ remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t
     remat_plan_init(out);
     if (!source)
         source = "<plan>";
-    const char *end = NULL;
-    cJSON *root = remat__json_parse(text, len, &end);
-    if (!root) {
-        /* cJSON fails the same way when an allocation fails: that is out of
-         * memory, not bad input (the graph loader does the same). */
-        if (remat__json_alloc_failed())
-            return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
-        int line, col;
-        remat__json_line_col(text, len, end, &line, &col);
-        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
-    }
+    /* As strict as the graph loader: UTF-8, and nothing after the value. */
+    cJSON *root;
+    remat_status pst = remat__json_document(text, len, source, &root, err);
+    if (pst != REMAT_OK)
+        return pst;
     remat_err local;
     remat_err_init(&local);
     remat_status st = load(g, root, source, out, err ? err : &local);

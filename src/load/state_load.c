@@ -165,26 +165,8 @@ static remat_status check_header(reader *R, const cJSON *root, const char *forma
 
 static cJSON *parse(reader *R, const char *text, size_t len)
 {
-    const char *end = NULL;
-    cJSON *root = remat__json_parse(text, len, &end);
-    if (!root && remat__json_alloc_failed()) {
-        remat_err_set(R->err, REMAT_ENOMEM, "%s: out of memory while parsing", R->source);
-        return NULL;
-    }
-    /* Nothing but whitespace may follow the document. */
-    while (root && end && end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
-        end++;
-    if (root && end && end < text + len && *end) {
-        cJSON_Delete(root);
-        root = NULL;
-    }
-    if (!root) {
-        int line = 1, col = 1;
-        if (end)
-            remat__json_line_col(text, len, end, &line, &col);
-        remat_err_set(R->err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", R->source, line, col);
-    }
-    return root;
+    cJSON *root;
+    return remat__json_document(text, len, R->source, &root, R->err) == REMAT_OK ? root : NULL;
 }
 
 /* ---- state files -------------------------------------------------------------- */
