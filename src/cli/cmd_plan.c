@@ -25,7 +25,7 @@ static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *
     if (!*s || *end || s[0] == '-' || s[0] == '+')
         return remat_cli_usage_error(cmd, "%s: '%s' is not a whole number", opt, s);
     if (v > UINT32_MAX || errno == ERANGE)
-        return remat_cli_usage_error(cmd, "%s: '%s' is out of range (at most %u)", opt, s, UINT32_MAX);
+        return remat_cli_usage_error(cmd, "%s: %s is out of range (at most %u)", opt, s, UINT32_MAX);
     *out = (uint32_t)v;
     return REMAT_EXIT_OK;
 }

@@ -188,6 +188,8 @@ static void warn_late_saves(const char *path, const remat_analysis *a)
     uint64_t n = 0;
     uint32_t first_op = REMAT_NONE, first_t = REMAT_NONE, first_i = 0;
     for (uint32_t k = 0; k < g->n_ops; k++) {
+        if (a->bwd_step[k] == REMAT_NONE) /* its saves are never read */
+            continue;
         const uint32_t *sv = remat_op_saves(g, &g->ops[k]);
         for (uint32_t i = 0; i < g->ops[k].n_save; i++) {
             uint32_t p = g->tensors[sv[i]].producer;
