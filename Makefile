@@ -1,13 +1,13 @@
 # remat - build, test, benchmark, install.
 #
-#   make            build/remat (CLI) and build/libremat.a
+#   make            build/remat (CLI), build/libremat.a and build/libremat.so (with a soname)
 #   make check      install missing Debian packages, build, run every test
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
 #   make bench      benchmarks that print figures (never pass/fail on time); BENCH="load ..." picks sections
 #   make fuzz       libFuzzer targets (clang) for FUZZ_SECONDS each (build-fuzz/)
 #   make demo       compare strategies and plan the bundled transformer at 16 MiB
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (binary, libraries, headers, remat.pc)
 #
 # BUILD=dir puts every output in another directory, so parallel work (or a
 # sanitizer build) does not clobber build/.
@@ -46,7 +46,18 @@ BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check test sanitize valgrind bench fuzz demo install uninstall clean deps
 
-all: $(BUILD)/remat $(BUILD)/libremat.a
+# The shared library's soname carries the major version (0 until the API is
+# declared stable, as libtool's convention for 0.x); the file name the whole
+# version. Library objects are position-independent so one set of objects
+# makes both libraries.
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libremat.so.$(SOMAJOR)
+SOFILE  := libremat.so.$(VERSION)
+LIBDIR  ?= $(PREFIX)/lib
+
+all: $(BUILD)/remat $(BUILD)/libremat.a $(BUILD)/$(SOFILE) $(BUILD)/remat.pc
+
+$(LIB_OBJ): CFLAGS += -fPIC
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -59,6 +70,24 @@ $(BUILD)/libremat.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
+
+$(BUILD)/$(SOFILE): $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LDLIBS)
+	ln -sf $(SOFILE) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libremat.so
+
+# pkg-config metadata: `pkg-config --libs remat` links remat with igraph,
+# cJSON and GLPK (public Requires, so a static link works from the same
+# file); the headers need none of theirs.
+REMAT_PC = { echo 'prefix=$(PREFIX)'; echo 'libdir=$(LIBDIR)'; echo 'includedir=$${prefix}/include'; echo; \
+	  echo 'Name: remat'; \
+	  echo 'Description: activation rematerialization planning for neural-network training, proved by replay'; \
+	  echo 'Version: $(VERSION)'; echo 'Requires: $(PKGS)'; \
+	  echo 'Libs: -L$${libdir} -lremat $(GLPK_LIBS) -lm'; echo 'Cflags: -I$${includedir}'; }
+
+$(BUILD)/remat.pc: Makefile include/remat/util.h
+	@mkdir -p $(dir $@)
+	$(REMAT_PC) > $@
 
 $(BUILD)/remat: $(CLI_OBJ) $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libremat.a $(LDLIBS)
@@ -95,6 +124,8 @@ check: deps
 	REMAT_FIXTURES=tests/fixtures $(BUILD)/check_remat
 	$(BUILD)/example_api
 	sh tests/cli_test.sh $(BUILD)/remat
+	sh tests/readme_test.sh $(BUILD)
+	sh tests/install_test.sh $(BUILD)
 
 test: check
 
@@ -150,15 +181,23 @@ demo: deps
 	$(BUILD)/remat plan graphs/transformer4.json --budget 16MiB -o $(BUILD)/transformer4.plan.json
 	$(BUILD)/remat replay graphs/transformer4.json $(BUILD)/transformer4.plan.json --numeric
 
+# remat.pc is written for the PREFIX given here (build/remat.pc is for the
+# default one).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/remat
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include/remat
 	install -m 755 $(BUILD)/remat $(DESTDIR)$(PREFIX)/bin/remat
-	install -m 644 $(BUILD)/libremat.a $(DESTDIR)$(PREFIX)/lib/libremat.a
+	install -m 644 $(BUILD)/libremat.a $(DESTDIR)$(LIBDIR)/libremat.a
+	install -m 755 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libremat.so
+	$(REMAT_PC) > $(DESTDIR)$(LIBDIR)/pkgconfig/remat.pc && chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/remat.pc
 	install -m 644 include/remat.h $(DESTDIR)$(PREFIX)/include/remat.h
 	install -m 644 include/remat/*.h $(DESTDIR)$(PREFIX)/include/remat/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/remat $(DESTDIR)$(PREFIX)/lib/libremat.a $(DESTDIR)$(PREFIX)/include/remat.h
+	rm -f $(DESTDIR)$(PREFIX)/bin/remat $(DESTDIR)$(LIBDIR)/libremat.a $(DESTDIR)$(LIBDIR)/$(SOFILE) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libremat.so $(DESTDIR)$(LIBDIR)/pkgconfig/remat.pc \
+		$(DESTDIR)$(PREFIX)/include/remat.h
 	rm -rf $(DESTDIR)$(PREFIX)/include/remat
 
 clean:

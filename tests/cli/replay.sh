@@ -20,7 +20,7 @@ expect replay_broken_json 1 '"valid": false, "fail_index": 3, "instruction": "FW
     "$REMAT" replay graphs/mlp2.json "$T/no_fwd_v1.json" --json
 expect replay_broken_why 1 "input 'v1' is not resident (it was never produced)" -- \
     "$REMAT" replay graphs/mlp2.json "$T/no_fwd_v1.json" --json
-expect replay_broken_text 1 "remat: instruction 3 (FWD h2): input 'v1' is not resident" -- \
+expect replay_broken_text 1 "no_fwd_v1.json: instruction 3 (FWD h2): input 'v1' is not resident" -- \
     "$REMAT" replay graphs/mlp2.json "$T/no_fwd_v1.json"
 sed 's/^  "FREE h1",$/  "FREE h1", "FREE h1",/' "$T/sa.json" >"$T/double_free.json"
 expect replay_double_free 1 '"instruction": "FREE h1", "error": "instruction 3 (FREE h1): '"'h1'"' is not resident (double free)"' -- \
