@@ -23,7 +23,7 @@
  * turns into graph JSON, so every byte count is computed, not typed.
  */
 #include "test_util.h"
-#include "exec/engine.h"
+#include "train/engine.h"
 #include "util/util_internal.h"
 
 #include <math.h>
@@ -925,7 +925,7 @@ START_TEST(state_should_refuse_bad_files_naming_the_place)
     char buf[512];
 #define STATE(body) (snprintf(buf, sizeof buf, "%s%s}", head, body), buf)
     state_fails(g, "{\"format\": \"remat-state\"", REMAT_EPARSE, "s.json:1:");
-    state_fails(g, "{}\n{}", REMAT_EPARSE, "s.json:2:1: not valid JSON near here");
+    state_fails(g, "{}\n{}", REMAT_EPARSE, "s.json:2:1: unexpected text after the JSON value");
     state_fails(g, STATE("\"params\": {\"p\": {\"value\": [1, 2], \"momentum_buffer\": [0, 0]}}"), REMAT_EGRAPH,
                 "param 'q' of graph 't' is missing");
     state_fails(g,

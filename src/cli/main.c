@@ -177,12 +177,15 @@ FILE *remat_cli_human(const char *out)
     return out && strcmp(out, "-") == 0 ? stderr : stdout;
 }
 
-/* A save of a tensor that a later op produces is accepted (graphs/README.md,
+/* Two things a graph may do that are rarely meant, each accepted as
+ * graphs/README.md documents and warned about once.
+ *
+ * A save of a tensor that a later op produces is accepted (graphs/README.md,
  * "saves": converted joint graphs do this, and the tensor exists by the time
  * backward runs), but it keeps that tensor alive from its birth to this
  * op's backward step, which is rarely what a hand-written graph means: say
  * so once, with the first such place and the count. */
-static void warn_late_saves(const char *path, const remat_analysis *a)
+static void warn_odd_graph(const char *path, const remat_analysis *a)
 {
     const remat_graph *g = a->g;
     uint64_t n = 0;
@@ -201,6 +204,20 @@ static void warn_late_saves(const char *path, const remat_analysis *a)
                 }
             }
         }
+    }
+    /* An output that no op computes (a param, an input) is accepted, as
+     * graphs/README.md says, but backward starts from nothing there. */
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        const remat_tensor *T = &g->tensors[g->outputs[i]];
+        if (T->kind == REMAT_TENSOR_ACTIVATION)
+            continue;
+        fputs("remat: warning: ", stderr);
+        remat_cli_put_escaped(stderr, path);
+        fprintf(stderr, ": outputs[%u]: '", i);
+        remat_cli_put_escaped(stderr, T->id);
+        fprintf(stderr, "' is a %s: no op computes it, so nothing flows back from it (a loss is an op's output)\n",
+                T->kind == REMAT_TENSOR_PARAM ? "param" : "graph input");
+        break;
     }
     if (!n)
         return;
@@ -234,7 +251,7 @@ int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a)
         fputc('\n', stderr);
         return remat_cli_exit_for(err.code);
     }
-    warn_late_saves(path, *a);
+    warn_odd_graph(path, *a);
     return REMAT_EXIT_OK;
 }
 

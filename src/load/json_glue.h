@@ -50,14 +50,6 @@ remat_status remat__json_check_utf8(const char *text, size_t len, const char *so
  * (REMAT_EPARSE, REMAT_ENOMEM). For the plan, state and data readers. */
 remat_status remat__json_document(const char *text, size_t len, const char *source, cJSON **root, remat_err *err);
 
-/* The "offsets" section of a plan file (plan_offsets.c) against g and a
- * schedule of n_instr instructions: REMAT_EPLAN naming the interval for a
- * bad field, an instruction outside the schedule, bytes outside the arena,
- * or two intervals alive together that share bytes; REMAT_ENOMEM. */
-struct remat_graph;
-remat_status remat__plan_check_offsets(const struct remat_graph *g, const cJSON *o, size_t n_instr, const char *source,
-                                       remat_err *err);
-
 /* The 1-based line and column of `at` in text[0..len). */
 void remat__json_line_col(const char *text, size_t len, const char *at, int *line, int *col);
 

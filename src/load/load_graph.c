@@ -127,21 +127,6 @@ int remat__load_finish(loader *L, const cJSON *outputs)
     L->streaming = streaming;
     if (!ok)
         return 0;
-    /* An output is what backward starts from: a parameter or an input
-     * there gives a step with no backward at all (every figure about
-     * rematerialization would be vacuous), so it is refused by name. */
-    for (uint32_t i = 0; i < g->n_outputs; i++) {
-        const remat_tensor *T = &g->tensors[g->outputs[i]];
-        if (T->kind == REMAT_TENSOR_PARAM || T->kind == REMAT_TENSOR_INPUT) {
-            char p[PATH_MAX_LEN];
-            snprintf(p, sizeof p, "outputs[%u]", i);
-            return fail(L, REMAT_EGRAPH, p,
-                        "'%s' is a %s; an output (the loss) must be computed by an op, so that backward has "
-                        "something to start from",
-                        T->id, T->kind == REMAT_TENSOR_PARAM ? "param" : "graph input"),
-                   0;
-        }
-    }
     g->fingerprint = fingerprint(g);
     return 1;
 }

@@ -25,7 +25,11 @@ expect out_fifo_content 0 "same" -- sh -c "cmp '$O/from_fifo' '$O/direct.json' &
 if mknod "$O/null" c 1 3 2>/dev/null; then DEV="$O/null"; else DEV=/dev/null; fi
 expect out_device_write 0 "written" -- sh -c "'$REMAT' lifetimes --json -o '$DEV' $G && echo written"
 expect out_device_kept 0 "still a device" -- sh -c "test -c '$DEV' && echo 'still a device'"
-expect out_dev_null_kept 0 "still a device" -- sh -c "'$REMAT' plan $G -o /dev/null >/dev/null && test -c /dev/null && echo 'still a device'"
+# (Only when /dev/null is a device to begin with: on a shared machine an old
+# remat elsewhere may have replaced it already.)
+if [ -c /dev/null ]; then
+    expect out_dev_null_kept 0 "still a device" -- sh -c "'$REMAT' plan $G -o /dev/null >/dev/null && test -c /dev/null && echo 'still a device'"
+fi
 
 # A symbolic link into another directory: the link stays a link, its target
 # is replaced, and no temporary file is left in either directory.

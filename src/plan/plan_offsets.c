@@ -19,8 +19,8 @@
  * its two neighbours. O(n log n + n x live), live being the most intervals
  * alive at once (hundreds to thousands in real plans).
  */
-#include "graph_store.h"
-#include "json_glue.h"
+#include "plan_offsets.h"
+#include "../load/graph_store.h"
 #include "remat/exec.h"
 
 #include <stdarg.h>
