@@ -22,7 +22,7 @@ typedef struct remat_compare_row {
     remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
     int replayed;            /* the figures below are a replayed plan's: OK, or EINFEASIBLE with a best
                               * effort (exact may prove a budget infeasible having found none) */
-    char message[160];       /* when not replayed: why */
+    char message[REMAT_ERR_MSG_MAX]; /* when not replayed: why (the whole message, as remat plan prints it) */
     uint64_t peak_bytes;     /* replayed total peak */
     uint64_t metric;         /* what the budget caps (total or activation peak) */
     uint64_t extra_flops;

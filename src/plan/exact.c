@@ -59,6 +59,7 @@ typedef struct {
     int lp_done;    /* the LP relaxation was solved */
     int infeasible; /* proven: no solution */
     int finished;   /* branch and bound ran to the end */
+    int timed_out;  /* GLPK stopped at its time limit (GLP_ETMLIM) */
     int have_sol;
     int warm_given, warm_accepted;
     double obj, bound; /* model units; bound = -inf until known */
@@ -161,6 +162,7 @@ static void session_lp(glpk_session *S, double deadline, double *lpx)
     sm.meth = GLP_DUALP;
     sm.tm_lim = ms_left(deadline);
     int rc = glp_simplex(S->lp, &sm), lst = glp_get_status(S->lp);
+    r->timed_out |= rc == GLP_ETMLIM;
     if (rc == 0 && lst == GLP_NOFEAS) {
         r->lp_done = r->infeasible = r->finished = 1;
     } else if (rc == 0 && lst == GLP_OPT) {
@@ -204,6 +206,7 @@ static void session_mip(glpk_session *S, const double *warm, double deadline, do
     io.cb_func = heur_callback;
     io.cb_info = S;
     int rc = glp_intopt(S->lp, &io), ms = glp_mip_status(S->lp);
+    r->timed_out |= rc == GLP_ETMLIM;
     r->finished = rc == 0 && (ms == GLP_OPT || ms == GLP_NOFEAS);
     r->infeasible = rc == 0 && ms == GLP_NOFEAS;
     if (ms == GLP_OPT || ms == GLP_FEAS) {
@@ -309,6 +312,7 @@ static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budge
     memset(&r, 0, sizeof r);
     uint64_t found = bp->min_metric, proven = 0;
     remat_status st = build(P, EXACT_MODE_PEAK, 0, &M);
+    const uint64_t cols = st == REMAT_OK ? (uint64_t)M.m.n_cols : 0;
     if (st == REMAT_OK && M.m.n_cols <= EXACT_SOLVE_COLS && remat__exact_now() < deadline) {
         if (bp->have_keep)
             st = remat__exact_offer_keep(P, &M, &pool, bp->keep, "keep", NULL);
@@ -357,10 +361,19 @@ static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budge
                              "strategy exact cannot meet the %s budget of %s (proved by the exact program): the "
                              "smallest %s is at least %s%s",
                              kind, b1, what, b3, tail);
+    /* Why it stopped short of a proof: the time limit only when it was the
+     * time limit (raising it helps then, not otherwise). */
+    char why[160];
+    if (cols > EXACT_SOLVE_COLS)
+        snprintf(why, sizeof why, "(its program of %llu columns is beyond the %d it solves)", (unsigned long long)cols,
+                 EXACT_SOLVE_COLS);
+    else if (r.timed_out || remat__exact_now() >= deadline)
+        snprintf(why, sizeof why, "before its time limit of %g s (raise --time-limit)", limit);
+    else
+        snprintf(why, sizeof why, "(GLPK stopped without a proof)");
     return remat_err_set(P->err, REMAT_EINFEASIBLE,
-                         "strategy exact found no plan within the %s budget of %s before its time limit of %g s "
-                         "(raise --time-limit): the smallest %s is at least %s%s",
-                         kind, b1, limit, what, b3, tail);
+                         "strategy exact found no plan within the %s budget of %s %s: the smallest %s is at least %s%s",
+                         kind, b1, why, what, b3, tail);
 }
 
 /* Marks as kept the activations whose op the schedule never recomputes

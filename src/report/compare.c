@@ -115,7 +115,7 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
             remat_replay_result_destroy(&r);
             remat_plan_destroy(&plan);
         }
-        /* Long messages are cut: the row is a summary, `remat plan` has the rest. */
+        /* The whole message: its figures (exact's proven bound) come last. */
         memcpy(row->message, local.msg, sizeof row->message - 1);
         row->message[sizeof row->message - 1] = '\0';
     }

@@ -120,3 +120,10 @@ expect opt_gen_max 2 "--ops must be between 1 and 10000000" -- "$REMAT" gen chai
 expect opt_gen_max_resnet 2 "--blocks: 14000008 ops is out of range (at most 10000000 ops" -- \
     "$REMAT" gen resnet --blocks 2000000
 expect opt_gen_help_max 0 "at most 10^7 ops" -- "$REMAT" gen --help
+
+# ---- whole messages ---------------------------------------------------
+# compare's row carries the strategy's whole message, as plan prints it
+# (it was cut at 160 characters, losing the figures that come last).
+"$REMAT" gen chain --ops 250 -o "$I/c250.json"
+msg=$("$REMAT" plan "$I/c250.json" --strategy exact --budget 100MiB 2>&1 | sed -n 's/^remat: //p')
+expect msg_compare_whole 0 "$msg" -- "$REMAT" compare "$I/c250.json" --budget 100MiB
