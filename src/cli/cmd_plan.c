@@ -157,6 +157,33 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     {"dtr-score", required_argument, NULL, OPT_DTR_SCORE},              \
     {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE}
 
+/* In logical mode the budget caps the accounted peak; a static offset plan
+ * of the same schedule can need more (fragmentation), and a user who sizes a
+ * device by the budget should hear so. arena: the plan file's, when -o
+ * computed it (it covers every category, as a total budget does); else one
+ * is computed here for the budget's categories. */
+static void warn_arena(const remat_analysis *a, const remat_plan *plan, const remat_plan_options *o, uint64_t arena)
+{
+    if (!arena || o->budget_kind == REMAT_BUDGET_ACTIVATION) {
+        remat_replay_result r2;
+        remat_err e2;
+        remat_err_init(&e2);
+        arena = 0;
+        if (remat_alloc_arena(a, &plan->schedule, &o->extras, remat_alloc_mask_for(o->budget_kind), &r2, &arena, &e2) !=
+            REMAT_OK)
+            arena = 0; /* out of memory: no warning rather than a failure */
+        remat_replay_result_destroy(&r2);
+    }
+    if (arena <= o->budget)
+        return;
+    char b1[64], b2[64];
+    fprintf(stderr,
+            "remat: warning: the static arena of this plan (remat alloc) is %s, over the %s budget of %s: the budget "
+            "caps the logical peak; --budget-mode arena caps the arena\n",
+            remat_format_bytes(arena, b1, sizeof b1), o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
+            remat_format_bytes(o->budget, b2, sizeof b2));
+}
+
 static void print_budget_json(FILE *f, const remat_plan_options *o)
 {
     if (o->budget_kind == REMAT_BUDGET_NONE)
@@ -295,12 +322,15 @@ int cmd_plan(int argc, char **argv)
     } else {
         size_t len;
         char *text = NULL;
+        uint64_t static_arena = 0;
         if (out) {
             /* The plan file carries the static plan's offsets (issue 11). */
-            text = remat_report_plan_with_offsets(a, &plan, &r, &o.extras, NULL, &len, &err);
+            text = remat_report_plan_with_offsets(a, &plan, &r, &o.extras, &static_arena, &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }
+        if (rc == REMAT_EXIT_OK && !arena_mode && o.budget_kind != REMAT_BUDGET_NONE)
+            warn_arena(a, &plan, &o, out ? static_arena : 0);
         if (rc == REMAT_EXIT_OK) {
             text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
                                        &len, &err);

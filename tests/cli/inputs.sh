@@ -127,3 +127,16 @@ expect opt_gen_help_max 0 "at most 10^7 ops" -- "$REMAT" gen --help
 "$REMAT" gen chain --ops 250 -o "$I/c250.json"
 msg=$("$REMAT" plan "$I/c250.json" --strategy exact --budget 100MiB 2>&1 | sed -n 's/^remat: //p')
 expect msg_compare_whole 0 "$msg" -- "$REMAT" compare "$I/c250.json" --budget 100MiB
+
+# ---- plan: a logical budget under the static arena is said ------------
+# dtr at its own peak: the static offset plan of its schedule needs more
+# (the arena written into the plan file, which the warning must quote).
+"$REMAT" plan graphs/transformer4.json --strategy dtr --budget 16677892 -o "$I/dtr.json" 2>"$I/dtr.err" >/dev/null
+arena=$(py 'import json, sys; print(json.load(open(sys.argv[1]))["offsets"]["arena_bytes"])' "$I/dtr.json")
+expect plan_arena_warns 0 "warning: the static arena of this plan (remat alloc) is" -- cat "$I/dtr.err"
+expect plan_arena_figure 0 "($arena B), over the total budget of 15.91 MiB (16677892 B)" -- cat "$I/dtr.err"
+expect plan_arena_warns_without_o 0 "($arena B), over the total budget" -- \
+    sh -c "'$REMAT' plan graphs/transformer4.json --strategy dtr --budget 16677892 2>&1 >/dev/null"
+# sqrtn at 16 MiB: its arena (README's compare table) is within the budget.
+expect plan_arena_quiet_when_it_fits 0 "quiet" -- \
+    sh -c "'$REMAT' plan graphs/transformer4.json --strategy sqrtn --budget 16MiB 2>&1 >/dev/null | grep -q warning || echo quiet"
