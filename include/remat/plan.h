@@ -45,6 +45,12 @@ typedef struct remat_plan_options {
     const char *never_recompute;   /* mincut: comma-separated op types never recomputed (NULL = default) */
     const char *dtr_score;         /* dtr: eviction score "h_dtr", "eq" or "local"; NULL or "best" = try all three */
     remat_budget_mode budget_mode; /* LOGICAL (default) or ARENA: the budget caps the static arena */
+    /* When not NULL, told what planning is doing, for a progress line:
+     * the strategy about to run (auto: each candidate and each ladder
+     * budget in turn) as "what", with done of total steps before it.
+     * Called a few dozen times per plan at most, from the planning thread. */
+    void (*progress)(void *ctx, const char *what, size_t done, size_t total);
+    void *progress_ctx;
 } remat_plan_options;
 
 void remat_plan_options_init(remat_plan_options *o);

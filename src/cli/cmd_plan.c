@@ -4,6 +4,7 @@
  * Every printed figure is the replayed one: remat_plan_make replays the
  * plan's schedule and refuses one that exceeds the budget.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "ledger_opts.h"
 #include "remat/plan.h"
@@ -13,6 +14,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER, OPT_DTR_SCORE,
        OPT_BUDGET_MODE /* issue 11 */ };
@@ -184,6 +187,36 @@ static void warn_arena(const remat_analysis *a, const remat_plan *plan, const re
             remat_format_bytes(o->budget, b2, sizeof b2));
 }
 
+/* A progress line on a terminal (stderr only, and only when it is a TTY:
+ * logs and pipes get nothing): what planning is doing and for how long. A
+ * 20000-op plan takes seconds, and silence looks like a hang. */
+typedef struct {
+    struct timespec t0;
+    int shown;
+} plan_progress;
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static void show_progress(void *ctx, const char *what, size_t done, size_t total)
+{
+    plan_progress *p = ctx;
+    fprintf(stderr, "\rremat plan: %-22s %3zu%% %7.1f s", what, total ? 100 * done / total : 0, since(&p->t0));
+    fflush(stderr);
+    p->shown = 1;
+}
+
+static void end_progress(plan_progress *p)
+{
+    if (p->shown)
+        fprintf(stderr, "\r%60s\r", "");
+    fflush(stderr);
+}
+
 static void print_budget_json(FILE *f, const remat_plan_options *o)
 {
     if (o->budget_kind == REMAT_BUDGET_NONE)
@@ -302,7 +335,14 @@ int cmd_plan(int argc, char **argv)
     remat_err_init(&err);
     remat_plan plan;
     remat_replay_result r;
+    plan_progress prog = {.shown = 0};
+    if (isatty(STDERR_FILENO)) {
+        clock_gettime(CLOCK_MONOTONIC, &prog.t0);
+        o.progress = show_progress;
+        o.progress_ctx = &prog;
+    }
     remat_status st = remat_plan_make(a, &o, &plan, &r, &err);
+    end_progress(&prog);
     /* Arena mode (issue 11): report the arena the budget was judged by. */
     const int arena_mode = o.budget_mode == REMAT_BUDGET_MODE_ARENA && o.budget_kind != REMAT_BUDGET_NONE;
     uint64_t arena = 0;

@@ -40,6 +40,8 @@ static const candidate monotone[] = {
     {"revolve", 0},   {"mincut", 0}, {"chain-dp", 0}, {"exact", 0}, {"dtr", 0},
 };
 
+#define N_MONOTONE (sizeof monotone / sizeof monotone[0])
+
 /* Run at ladder budgets too. */
 static const candidate heuristic[] = {{"dtr", 0}};
 
@@ -238,7 +240,11 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     Q.o = &sub;
     remat_schedule_init(&Q.scratch);
     remat_status st = REMAT_OK;
-    for (size_t i = 0; i < sizeof monotone / sizeof monotone[0] && !fatal(st); i++) {
+    /* Progress counts the candidates, then the ladder's budgets (at most
+     * LADDER, fewer when the budget stops it early). */
+    const int laddered = g->n_ops <= LADDER_MAX_OPS && P->o->budget_kind != REMAT_BUDGET_NONE;
+    const size_t n_steps = N_MONOTONE + (laddered ? LADDER : 0);
+    for (size_t i = 0; i < N_MONOTONE && !fatal(st); i++) {
         if (strcmp(monotone[i].strategy, "exact") == 0) {
             /* The solver closes tiny graphs in well under a second and
              * rarely proves more on larger ones within seconds: give it a
@@ -255,6 +261,8 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         int fk;
         char name[48];
         snprintf(name, sizeof name, "%s%s", monotone[i].strategy, monotone[i].linearized ? "/linearized" : "");
+        if (P->o->progress)
+            P->o->progress(P->o->progress_ctx, name, i, n_steps);
         st = run_candidate(&Q, monotone[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK) {
             note_tried(&S, name);
@@ -279,6 +287,8 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             if (b > P->o->budget)
                 break;
             sub.budget = b;
+            if (P->o->progress)
+                P->o->progress(P->o->progress_ctx, "ladder", N_MONOTONE + (size_t)k - 1, n_steps);
             st = ladder_point(&S, &Q);
         }
         sub.budget = P->o->budget;

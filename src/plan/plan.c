@@ -198,6 +198,8 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
     remat_status st = REMAT_OK;
     if (!out->graph_name || !out->strategy)
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory planning");
+    if (st == REMAT_OK && o->progress && strcmp(name, "auto") != 0) /* auto reports its own steps */
+        o->progress(o->progress_ctx, name, 0, 1);
     if (st == REMAT_OK)
         st = strategies[i].fn(&P, out);
     if (st == REMAT_EINFEASIBLE && out->schedule.n > 0) {

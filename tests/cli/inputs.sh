@@ -140,3 +140,13 @@ expect plan_arena_warns_without_o 0 "($arena B), over the total budget" -- \
 # sqrtn at 16 MiB: its arena (README's compare table) is within the budget.
 expect plan_arena_quiet_when_it_fits 0 "quiet" -- \
     sh -c "'$REMAT' plan graphs/transformer4.json --strategy sqrtn --budget 16MiB 2>&1 >/dev/null | grep -q warning || echo quiet"
+
+# ---- progress: on a terminal only ----------------------------------------
+# Through script(1), stderr is a TTY: the progress line names auto's
+# candidates; redirected to a file, stderr gets none of it.
+if command -v script >/dev/null 2>&1; then
+    script -qc "'$REMAT' plan graphs/transformer4.json --budget 16MiB >/dev/null" "$I/tty.log" >/dev/null 2>&1
+    expect progress_on_tty 0 "remat plan: revolve" -- cat "$I/tty.log"
+fi
+expect progress_not_in_logs 0 "silent" -- \
+    sh -c "'$REMAT' plan graphs/transformer4.json --budget 16MiB 2>&1 >/dev/null | grep -q . || echo silent"
