@@ -49,6 +49,8 @@ typedef enum {
 } remat_category;
 
 const char *remat_category_name(remat_category c);
+/* The colour every remat chart gives category c ("#rrggbb", static). */
+const char *remat_category_color(remat_category c);
 
 /* 1 for the categories an --activation-budget caps: activations,
  * recomputed, activation_grads, workspace. */

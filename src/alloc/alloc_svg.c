@@ -20,19 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const cat_colour[REMAT_CAT_COUNT] = {
-    "#4e79a7", /* params */
-    "#f28e2b", /* param_grads */
-    "#9c755f", /* optimizer_state */
-    "#bab0ac", /* master_weights */
-    "#76b7b2", /* frozen */
-    "#59a14f", /* inputs */
-    "#edc948", /* activations */
-    "#b07aa1", /* recomputed */
-    "#e15759", /* activation_grads */
-    "#ff9da7", /* workspace */
-    "#8cd17d", /* comm_buffers */
-};
 
 static void xml_text(remat_buf *b, const char *s)
 {
@@ -194,7 +181,7 @@ char *remat_report_alloc_svg(const remat_analysis *a, const remat_schedule *s, c
                          "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#333\" "
                          "stroke-width=\"0.2\"><title>",
                          x0, y0, x1 - x0 > 0.3 ? x1 - x0 : 0.3, y1 - y0 > 0.3 ? y1 - y0 : 0.3,
-                         cat_colour[v->category]);
+                         remat_category_color((remat_category)(v->category)));
         if (v->tensor != REMAT_NONE)
             snprintf(text, sizeof text, "%s%s", v->grad ? "grad " : "", g->tensors[v->tensor].id);
         else if (v->op != REMAT_NONE)
@@ -237,7 +224,7 @@ char *remat_report_alloc_svg(const remat_analysis *a, const remat_schedule *s, c
             continue;
         remat_buf_printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" fill=\"%s\" stroke=\"#333\" "
                              "stroke-width=\"0.4\"/>\n",
-                         lx, ly - 9, cat_colour[c]);
+                         lx, ly - 9, remat_category_color((remat_category)(c)));
         remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 20, ly, remat_category_name((remat_category)c));
         ly += 17;
     }

@@ -268,8 +268,48 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
     return remat_buf_finish(&b, len, err, "comparison");
 }
 
+/* Series styles: a colour, a dash pattern and a marker shape each, so that
+ * series that coincide (chen-greedy under revolve) stay visible as two, and
+ * a series with one feasible budget (store-all) still shows a marker. */
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                                       "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
+static const char *const dashes[] = {"", "7 3", "2 3", "9 3 2 3", "4 4", "1 2", "12 4"};
+enum { N_MARKERS = 6 };
+
+/* A hollow marker of shape k at (x, y), so that markers of coinciding
+ * series show through one another. */
+static void marker(remat_buf *b, int k, double x, double y, const char *col)
+{
+    const char *style = "fill=\"none\" stroke-width=\"1.6\"";
+    switch (k % N_MARKERS) {
+    case 0: remat_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" %s stroke=\"%s\"/>\n", x, y, style, col); break;
+    case 1:
+        remat_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" %s stroke=\"%s\"/>\n", x - 3.5, y - 3.5,
+                         style, col);
+        break;
+    case 2:
+        remat_buf_printf(b, "<path d=\"M%.1f %.1fl4.5 8h-9z\" %s stroke=\"%s\"/>\n", x, y - 5, style, col);
+        break;
+    case 3:
+        remat_buf_printf(b, "<path d=\"M%.1f %.1fl5 5l-5 5l-5 -5z\" %s stroke=\"%s\"/>\n", x, y - 5, style, col);
+        break;
+    case 4:
+        remat_buf_printf(b, "<path d=\"M%.1f %.1fh10M%.1f %.1fv10\" %s stroke=\"%s\"/>\n", x - 5, y, x, y - 5, style, col);
+        break;
+    default:
+        remat_buf_printf(b, "<path d=\"M%.1f %.1fl-4.5 -8h9z\" %s stroke=\"%s\"/>\n", x, y + 5, style, col);
+        break;
+    }
+}
+
+/* The smallest of 1, 2, 5 times a power of ten at least v (> 0): tick
+ * steps that read as round numbers. */
+static double nice_step(double v)
+{
+    double p = pow(10.0, floor(log10(v)));
+    double m = v / p;
+    return (m <= 1.0 ? 1.0 : m <= 2.0 ? 2.0 : m <= 5.0 ? 5.0 : 10.0) * p;
+}
 
 char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg, size_t *len, remat_err *err)
 {
@@ -299,13 +339,19 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
         return remat_buf_finish(&b, len, err, "comparison");
     }
     /* Chart: x = budget (MiB), y = overhead (%), one polyline per strategy;
-     * infeasible points break the line. */
-    const double W = 860, H = 480, L = 80, R = 200, T = 40, B = 60;
-    double ymax = 0;
+     * infeasible points break the line and are marked with a cross on the
+     * strategy's row below the axis. Ticks are round numbers (1, 2, 5 x
+     * 10^k), the y axis ends at a tick. */
+    const double W = 860, L = 80, R = 200, T = 40;
+    const double rows = (double)s->n_series * 9.0 + 10.0; /* the infeasibility strip */
+    const double B = 60 + rows, H = 420 + rows;
+    double vmax = 0;
     for (size_t i = 0; i < n * s->n_series; i++)
-        if (s->values[i] > ymax)
-            ymax = s->values[i];
-    ymax = ymax <= 0 ? 1 : ymax * 100 * 1.1;
+        if (s->values[i] > vmax)
+            vmax = s->values[i];
+    vmax *= 100;
+    const double ystep = nice_step(vmax > 0 ? vmax / 5 : 1);
+    const double ymax = ystep * ceil(vmax / ystep + 1e-9 > 0 ? vmax / ystep + 1e-9 : 1);
     double x0 = (double)s->budgets[0], x1 = (double)s->budgets[n - 1];
     if (x1 <= x0)
         x1 = x0 + 1;
@@ -331,26 +377,34 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
         }
     }
     remat_buf_puts(&b, "</text>\n");
-    double pw = W - L - R, ph = H - T - B;
+    const double pw = W - L - R, ph = H - T - B;
     remat_buf_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#444\"/>\n",
                      L, T, pw, ph);
-    for (int i = 0; i <= 5; i++) {
-        double y = T + ph - ph * i / 5.0, v = ymax * i / 5.0;
+    for (double v = 0; v <= ymax * (1 + 1e-9); v += ystep) {
+        double y = T + ph - ph * v / ymax;
         remat_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y,
                          L + pw, y);
-        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.1f%%</text>\n", L - 6, y + 4, v);
-        double xv = x0 + (x1 - x0) * i / 5.0, x = L + pw * i / 5.0;
-        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.1f</text>\n", x, T + ph + 18,
-                         xv / MiB);
+        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g%%</text>\n", L - 6, y + 4, v);
+    }
+    const double xstep = nice_step((x1 - x0) / MiB / 5);
+    for (double v = ceil(x0 / MiB / xstep - 1e-9) * xstep; v * MiB <= x1 * (1 + 1e-12); v += xstep) {
+        double x = L + pw * (v * MiB - x0) / (x1 - x0);
+        remat_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", x, T + ph, x,
+                         T + ph + 4);
+        remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, T + ph + 18, v);
     }
     remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">budget (MiB, 2^20 B)</text>\n",
-                     L + pw / 2, H - 16);
+                     L + pw / 2, T + ph + 36);
     remat_buf_printf(&b,
                      "<text x=\"18\" y=\"%.1f\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">extra "
                      "FLOPs / (forward + backward)</text>\n",
                      T + ph / 2, T + ph / 2);
+    const double strip = T + ph + 50; /* infeasible budgets: one row per strategy */
+    remat_buf_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\" fill=\"#555\">infeasible</text>\n",
+                     L - 6, strip + 4);
     for (size_t k = 0; k < s->n_series; k++) {
         const char *col = palette[k % (sizeof palette / sizeof palette[0])];
+        const char *dash = dashes[k % (sizeof dashes / sizeof dashes[0])];
         int open = 0;
         for (size_t i = 0; i < n; i++) {
             double v = s->values[k * n + i];
@@ -359,28 +413,32 @@ char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg,
                 if (open)
                     remat_buf_puts(&b, "\"/>\n");
                 open = 0;
+                double y = strip + 9.0 * (double)k;
+                remat_buf_printf(&b, "<path d=\"M%.1f %.1fl6 6M%.1f %.1fl-6 6\" stroke=\"%s\" stroke-width=\"1.4\"/>\n",
+                                 x - 3, y - 3, x + 3, y - 3, col);
                 continue;
             }
             double y = T + ph - ph * (v * 100) / ymax;
             if (!open)
-                remat_buf_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+                remat_buf_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"", col,
+                                 *dash ? " stroke-dasharray=\"" : "", dash, *dash ? "\"" : "");
             remat_buf_printf(&b, "%.1f,%.1f ", x, y);
             open = 1;
         }
         if (open)
             remat_buf_puts(&b, "\"/>\n");
-        /* Markers, so that a strategy feasible at a single budget shows. */
         for (size_t i = 0; i < n; i++) {
             double v = s->values[k * n + i];
-            if (v < 0)
-                continue;
-            remat_buf_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-                             L + pw * ((double)s->budgets[i] - x0) / (x1 - x0), T + ph - ph * (v * 100) / ymax, col);
+            if (v >= 0)
+                marker(&b, (int)k, L + pw * ((double)s->budgets[i] - x0) / (x1 - x0), T + ph - ph * (v * 100) / ymax,
+                       col);
         }
-        remat_buf_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"4\" fill=\"%s\"/>\n", L + pw + 14,
-                         T + 10 + 18.0 * (double)k, col);
-        remat_buf_printf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", L + pw + 32, T + 16 + 18.0 * (double)k,
-                         s->names[k]);
+        const double ly = T + 12 + 18.0 * (double)k;
+        remat_buf_printf(&b, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n",
+                         L + pw + 10, ly, L + pw + 38, ly, col, *dash ? " stroke-dasharray=\"" : "", dash,
+                         *dash ? "\"" : "");
+        marker(&b, (int)k, L + pw + 24, ly, col);
+        remat_buf_printf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n", L + pw + 44, ly + 4, s->names[k]);
     }
     remat_buf_puts(&b, "</svg>\n");
     return remat_buf_finish(&b, len, err, "comparison");

@@ -33,14 +33,6 @@ static const remat_category stack_order[] = {
 
 /* A palette that stays distinguishable for the common colour-vision
  * deficiencies (Tableau 10), indexed by remat_category. */
-static const char *const colors[REMAT_CAT_COUNT] = {
-    [REMAT_CAT_PARAMS] = "#76b7b2",          [REMAT_CAT_PARAM_GRADS] = "#59a14f",
-    [REMAT_CAT_OPTIMIZER_STATE] = "#9c755f", [REMAT_CAT_MASTER_WEIGHTS] = "#ff9da7",
-    [REMAT_CAT_FROZEN] = "#bab0ac",          [REMAT_CAT_INPUTS] = "#b07aa1",
-    [REMAT_CAT_ACTIVATIONS] = "#4e79a7",     [REMAT_CAT_RECOMPUTED] = "#e15759",
-    [REMAT_CAT_ACTIVATION_GRADS] = "#f28e2b", [REMAT_CAT_WORKSPACE] = "#edc948",
-    [REMAT_CAT_COMM_BUFFERS] = "#79706e",
-};
 
 #define FONT "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
 
@@ -241,7 +233,7 @@ static void draw_bands(remat_buf *b, const svg *S, double *base)
             continue;
         /* The band is the area between base and base + this category: its
          * top edge left to right, then its bottom edge back. */
-        remat_buf_printf(b, "<path fill=\"%s\" stroke=\"none\" d=\"", colors[c]);
+        remat_buf_printf(b, "<path fill=\"%s\" stroke=\"none\" d=\"", remat_category_color(c));
         for (size_t j = 0; j < S->ncol; j++) {
             double top = base[j] + (double)t->hw[S->rep[j] * REMAT_CAT_COUNT + c];
             remat_buf_printf(b, "%s%.2f %.2f H%.2f", j ? " L" : "M", S->x0 + w * (double)j, ys(S, top),
@@ -358,8 +350,26 @@ static void draw_budget(remat_buf *b, const svg *S)
                      S->o.budget_kind == REMAT_BUDGET_TOTAL ? "" : " (caps the four lower bands)");
 }
 
+/* The peak callout's rows: the largest live tensors at the peak (at most
+ * three) into idx; and its height in pixels. */
+#define CALLOUT_LINE 14.0
+#define CALLOUT_WIDTH 330.0
+static size_t callout_rows(const svg *S, size_t *idx)
+{
+    size_t n = remat_trace_top_at(S->t, S->t->replay.peak_index, REMAT_TRACE_TOP_NOT_RESIDENT, idx,
+                                  S->o.top < 8 ? S->o.top : 8, NULL, NULL);
+    return n > 3 ? 3 : n;
+}
+
+static double callout_height(size_t n)
+{
+    return CALLOUT_LINE * (double)(2 + (n ? n + 1 : 0)) + 10.0;
+}
+
 /* The peak: a marker on the total line and a box naming the bytes, the
- * step and the largest tensors live then. */
+ * step and the largest tensors live then. The box sits at the top of the
+ * plot, and the y scale leaves room for it above the peak (remat_trace_svg),
+ * so that it never covers the curve: every point of it is at most the peak. */
 static void draw_peak(remat_buf *b, const svg *S)
 {
     const remat_trace *t = S->t;
@@ -371,21 +381,15 @@ static void draw_peak(remat_buf *b, const svg *S)
     double px = S->x0 + w * ((double)col + 0.5), py = ys(S, (double)r->peak_bytes);
     remat_buf_printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"5\" fill=\"#fff\" stroke=\"#000\" stroke-width=\"2\"/>\n", px,
                      py);
-    size_t idx[8], n = remat_trace_top_at(t, p, REMAT_TRACE_TOP_NOT_RESIDENT, idx, S->o.top < 8 ? S->o.top : 8, NULL, NULL);
-    if (n > 3)
-        n = 3;
-    const double line = 14.0, bw = 330.0, bh = line * (double)(2 + (n ? n + 1 : 0)) + 10.0;
+    size_t idx[8], n = callout_rows(S, idx);
+    const double line = CALLOUT_LINE, bw = CALLOUT_WIDTH, bh = callout_height(n);
     int right = px + 14 + bw <= S->x1;
-    double bx = right ? px + 14 : px - 14 - bw, by = py + 10;
-    if (bx < S->x0 + 2) /* a narrow plot: keep the box inside it, over the marker if need be */
+    double bx = right ? px + 14 : px - 14 - bw, by = S->y0 + 4;
+    if (bx < S->x0 + 2) /* a narrow plot: keep the box inside it */
         bx = S->x0 + 2;
-    if (by + bh > S->y1 - 4)
-        by = S->y1 - 4 - bh;
-    if (by < S->y0)
-        by = S->y0;
     char x[64];
-    remat_buf_printf(b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", px, py,
-                     right ? bx : bx + bw, by + 10);
+    remat_buf_printf(b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", px, py - 5,
+                     right ? bx : bx + bw, by + bh / 2);
     remat_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.0f\" height=\"%.0f\" rx=\"3\" fill=\"#fff\" "
                         "fill-opacity=\"0.93\" stroke=\"#000\"/>\n",
                      bx, by, bw, bh);
@@ -423,7 +427,7 @@ static void draw_legend(remat_buf *b, const svg *S)
             continue;
         remat_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\" stroke=\"#333\" "
                             "stroke-width=\"0.5\"/>\n",
-                         x, y, colors[c]);
+                         x, y, remat_category_color(c));
         remat_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" " FONT " font-size=\"11\">%s  %s</text>\n", x + 20, y + 11,
                          remat_category_name(c), remat_format_bytes_short(t->replay.category_peak[c], v, sizeof v));
         y += 20;
@@ -488,6 +492,14 @@ char *remat_trace_svg(const remat_trace *t, const remat_trace_options *opts, siz
         remat__free(S.first);
         remat_err_set(err, REMAT_ENOMEM, "out of memory writing the SVG trace");
         return NULL;
+    }
+    /* Headroom for the peak callout above the peak (draw_peak): the peak
+     * sits at least the box's height plus a margin below the plot's top. */
+    {
+        size_t idx[8];
+        double room = callout_height(callout_rows(&S, idx)) + 24.0, ph = S.y1 - S.y0;
+        if (t->replay.peak_bytes && room < 0.8 * ph && S.ymax < (double)t->replay.peak_bytes / (1.0 - room / ph))
+            S.ymax = (double)t->replay.peak_bytes / (1.0 - room / ph);
     }
     remat_buf b;
     remat_buf_init(&b);
