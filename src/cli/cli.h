@@ -56,6 +56,14 @@ void remat_cli_put_escaped(FILE *f, const char *s);
  * or "N is out of range (lo to hi)" as usage errors. Returns an exit code. */
 int remat_cli_parse_count(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
+/* Prints "remat: <formatted>" to stderr, control characters escaped (for
+ * messages that are not one remat_err). */
+void remat_cli_errorf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 /* Where a command's human lines go: stderr when its document goes to
  * stdout (-o -), so that stdout carries the document alone; else stdout. */
 FILE *remat_cli_human(const char *out);

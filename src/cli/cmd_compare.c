@@ -7,6 +7,7 @@
 #include "remat/compare.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,7 +72,7 @@ int cmd_compare(int argc, char **argv)
         case OPT_TIME: {
             char *end;
             o.time_limit = strtod(optarg, &end);
-            if (!*optarg || *end || !(o.time_limit > 0))
+            if (!*optarg || *end || !(o.time_limit > 0) || !isfinite(o.time_limit))
                 return remat_cli_usage_error("compare", "--time-limit: '%s' is not a positive number", optarg);
             break;
         }

@@ -90,7 +90,7 @@ int cmd_import(int argc, char **argv)
     remat_analysis *a = NULL;
     int rc = REMAT_EXIT_OK;
     if (remat_graph_load_json(json, len, path, &g, &err) != REMAT_OK || remat_analyze(g, &a, &err) != REMAT_OK) {
-        fprintf(stderr, "remat: %s: the converted graph is not a valid training step: %s\n", path, err.msg);
+        remat_cli_errorf("%s: the converted graph is not a valid training step: %s", path, err.msg);
         rc = remat_cli_exit_for(err.code);
     } else {
         rc = remat_cli_write(out, json, len);

@@ -102,7 +102,7 @@ int cmd_ledger(int argc, char **argv)
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
         if (st == REMAT_EGRAPH) {
-            fprintf(stderr, "remat: %s: %s\n", graph, err.msg);
+            remat_cli_fail_in(graph, &err);
             return REMAT_EXIT_INPUT;
         }
     }

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -123,7 +124,7 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     case OPT_TIME: {
         char *end;
         double v = strtod(arg, &end);
-        if (!*arg || *end || !(v > 0))
+        if (!*arg || *end || !(v > 0) || !isfinite(v))
             return remat_cli_usage_error(cmd, "--time-limit: '%s' is not a positive number of seconds", arg);
         o->time_limit = v;
         return REMAT_EXIT_OK;

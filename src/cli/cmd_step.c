@@ -224,8 +224,8 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
             return REMAT_EXIT_FAIL;
         }
         if (first_nonfinite(S, bad, sizeof bad)) {
-            fprintf(stderr, "remat: step %llu: after the update, %s is not finite; no state written (lower --lr?)\n",
-                    (unsigned long long)r.step, bad);
+            remat_cli_errorf("step %llu: after the update, %s is not finite; no state written (lower --lr?)",
+                             (unsigned long long)r.step, bad);
             return REMAT_EXIT_FAIL;
         }
         t_plan[k] = r.wall_seconds;
@@ -239,10 +239,9 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
             t_ref[k] = rr.wall_seconds;
             char where[160];
             if (!remat_model_state_equal(&S->st, &S->st_ref, g, where, sizeof where)) {
-                fprintf(stderr,
-                        "remat: step %llu: the plan's state differs from store-all's at %s (are the plan's backward "
-                        "steps in another order? gradient sums are then rounded differently)\n",
-                        (unsigned long long)r.step, where);
+                remat_cli_errorf("step %llu: the plan's state differs from store-all's at %s (are the plan's backward "
+                                 "steps in another order? gradient sums are then rounded differently)",
+                                 (unsigned long long)r.step, where);
                 return REMAT_EXIT_FAIL;
             }
         }
@@ -312,8 +311,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
     S->src = plan_path ? plan_path : graph_path;
     remat_status st = remat_trainer_create(a, &S->tr, &err);
     if (st != REMAT_OK) {
-        fprintf(stderr, "remat: %s: %s\n", graph_path, err.msg);
-        return remat_cli_exit_for(st);
+        return remat_cli_fail_in(graph_path, &err);
     }
     if (plan_path) {
         S->has_plan = 1;
@@ -347,8 +345,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
             return remat_cli_fail(&err);
     }
     if ((st = remat_trainer_check_state(S->tr, &S->st, &err)) != REMAT_OK) {
-        fprintf(stderr, "remat: %s: %s\n", A->state ? A->state : graph_path, err.msg);
-        return remat_cli_exit_for(st);
+        return remat_cli_fail_in(A->state ? A->state : graph_path, &err);
     }
     if (A->data) {
         if ((st = remat_dataset_load_file(g, A->data, &S->data, &err)) != REMAT_OK)

@@ -172,6 +172,18 @@ int remat_cli_parse_count(const char *cmd, const char *opt, const char *s, uint6
     return REMAT_EXIT_OK;
 }
 
+void remat_cli_errorf(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fputs("remat: ", stderr);
+    remat_cli_put_escaped(stderr, msg);
+    fputc('\n', stderr);
+}
+
 FILE *remat_cli_human(const char *out)
 {
     return out && strcmp(out, "-") == 0 ? stderr : stdout;

@@ -150,3 +150,4 @@ if command -v script >/dev/null 2>&1; then
 fi
 expect progress_not_in_logs 0 "silent" -- \
     sh -c "'$REMAT' plan graphs/transformer4.json --budget 16MiB 2>&1 >/dev/null | grep -q . || echo silent"
+expect opt_time_limit_inf 2 "--time-limit: 'inf' is not a positive number" -- $P --strategy exact --time-limit inf

@@ -70,8 +70,8 @@ done
 # Strings in JSON: control characters (ESC, DEL) in ids and names come out
 # escaped, so every document is valid; invalid UTF-8 is refused where it is.
 printf '{"format": "remat-graph", "version": 1, "name": "n\\u001b[31m\\u007f",
- "inputs": [{"id": "x\\u001b", "bytes": 8}],
- "ops": [{"id": "h\\u0007", "op": "relu", "inputs": ["x\\u001b"], "bytes": 8, "flops": 8}],
+ "inputs": [{"id": "x\\u001b", "bytes": 8}], "params": [{"id": "w\\u0001\\"", "bytes": 8}],
+ "ops": [{"id": "h\\u0007", "op": "mul", "inputs": ["x\\u001b", "w\\u0001\\""], "bytes": 8, "flops": 8}],
  "outputs": ["h\\u0007"]}\n' >"$O/ctl.json"
 "$REMAT" lifetimes --json "$O/ctl.json" >"$O/ctl_out.json"
 expect out_ctl_json_valid 0 "valid json" -- json_ok "$O/ctl_out.json"
@@ -103,3 +103,18 @@ expect out_infeasible_smallest_meets 0 "met" -- "$REMAT" plan graphs/transformer
 expect out_step_nonfinite 1 "step 2: the loss is inf (not finite); no state written" -- \
     "$REMAT" step graphs/mlp423.json --optimizer sgd --lr 1e308 --seed 1 --steps 5 -o "$O/nan_state.json"
 expect out_step_no_state 0 "absent" -- sh -c "test -e '$O/nan_state.json' || echo absent"
+
+# Every JSON document every command writes parses, on the graph with
+# control characters in its strings and on a bundled one.
+for g in "$O/ctl.json" graphs/transformer4.json; do
+    n=$(basename "$g" .json)
+    "$REMAT" plan "$g" -o "$O/$n.plan.json" >/dev/null 2>&1
+    k=0
+    for cmd in "lifetimes $g --json" "replay $g --json" "plan $g --json" "compare $g --budget 1GiB --json" \
+        "audit $g --json" "alloc $g --json" "ledger --graph $g --json" "trace $g --format json -o -" \
+        "trace $g --format chrome -o -" "replay $g $O/$n.plan.json --json" "compare $g --sweep 3"; do
+        k=$((k + 1))
+        "$REMAT" $cmd >"$O/doc_${n}_$k.json" 2>/dev/null
+        expect "out_json_valid_${n}_$k" 0 "valid json" -- json_ok "$O/doc_${n}_$k.json"
+    done
+done
