@@ -119,7 +119,7 @@ int cmd_compare(int argc, char **argv)
     if (sweep) {
         remat_sweep s;
         if (remat_compare_sweep(a, &o, sweep, &s, isatty(2) ? progress : NULL, NULL, &err) != REMAT_OK) {
-            rc = remat_cli_fail(&err);
+            rc = err.code == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         } else {
             if (svg) {
                 text = remat_report_sweep(a, &s, 1, &len, &err);
@@ -137,7 +137,7 @@ int cmd_compare(int argc, char **argv)
         remat_compare_row rows[32];
         size_t n;
         if (remat_compare_run(a, &o, rows, 32, &n, &err) != REMAT_OK) {
-            rc = remat_cli_fail(&err);
+            rc = err.code == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         } else {
             text = remat_report_compare(a, &o, rows, n, json, &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);

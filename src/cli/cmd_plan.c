@@ -354,7 +354,8 @@ int cmd_plan(int argc, char **argv)
     }
     FILE *H = remat_cli_human(out); /* -o -: stdout carries the plan alone */
     if (st != REMAT_OK) {
-        rc = remat_cli_fail(&err);
+        /* Sizes that overflow are the graph file's. */
+        rc = st == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         if (json && st == REMAT_EINFEASIBLE)
             print_infeasible_json(a, &o, &plan, &r, arena_mode, &err, H);
         /* An infeasible budget leaves the strategy's best effort with us. */

@@ -151,3 +151,11 @@ fi
 expect progress_not_in_logs 0 "silent" -- \
     sh -c "'$REMAT' plan graphs/transformer4.json --budget 16MiB 2>&1 >/dev/null | grep -q . || echo silent"
 expect opt_time_limit_inf 2 "--time-limit: 'inf' is not a positive number" -- $P --strategy exact --time-limit inf
+
+# Sizes whose sum overflows 2^64: the message names the graph file.
+printf '{"format": "remat-graph", "version": 1, "inputs": [{"id": "x", "bytes": "18446744073709551615"}],
+ "params": [{"id": "w", "bytes": "18446744073709551615"}],
+ "ops": [{"id": "h", "op": "mul", "inputs": ["x", "w"], "bytes": "18446744073709551615", "flops": 1}], "outputs": ["h"]}\n' >"$I/overflow.json"
+for cmd in plan replay audit alloc; do
+    expect "in_overflow_names_file_$cmd" 3 "overflow.json: instruction 0: live bytes exceed 2^64-1" -- "$REMAT" $cmd "$I/overflow.json"
+done
