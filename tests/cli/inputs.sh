@@ -156,6 +156,8 @@ expect opt_time_limit_inf 2 "--time-limit: 'inf' is not a positive number" -- $P
 printf '{"format": "remat-graph", "version": 1, "inputs": [{"id": "x", "bytes": "18446744073709551615"}],
  "params": [{"id": "w", "bytes": "18446744073709551615"}],
  "ops": [{"id": "h", "op": "mul", "inputs": ["x", "w"], "bytes": "18446744073709551615", "flops": 1}], "outputs": ["h"]}\n' >"$I/overflow.json"
-for cmd in plan replay audit alloc; do
+for cmd in replay audit alloc; do
     expect "in_overflow_names_file_$cmd" 3 "overflow.json: instruction 0: live bytes exceed 2^64-1" -- "$REMAT" $cmd "$I/overflow.json"
 done
+expect in_overflow_names_file_plan 3 "overflow.json: auto: strategy store-all: instruction 0: live bytes exceed" -- \
+    "$REMAT" plan "$I/overflow.json"
