@@ -1,8 +1,15 @@
 /*
- * main.c - the remat command: one table of subcommands (as git.c does).
+ * main.c - the remat command: one table of subcommands (as git.c does), and
+ * what every subcommand shares.
  *
  * Each entry's function parses its own options with getopt_long and returns
- * an exit code; only main() exits.
+ * an exit code; only main() exits. Around every command, main() refuses an
+ * empty output name before any work and checks stdout after it (a report
+ * that did not reach a full disk or a closed pipe is exit 5); every error
+ * line goes through one printer that escapes control characters, so an id
+ * holding an ESC cannot drive the terminal; and a loaded graph's oddities
+ * that remat accepts (a late save, an output no op computes) get one
+ * warning each.
  */
 #include "cli.h"
 
