@@ -1,5 +1,7 @@
 /*
- * check_util.c - src/util: the atomic file writer, the id map and byte sizes.
+ * check_util.c - src/util: the output writer (atomic for files, in place for
+ * devices and FIFOs, through symbolic links), the id map, byte sizes, the
+ * defined double-to-integer conversions, UTF-8 and JSON string escaping.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, umask */
 #include "test_util.h"
@@ -7,7 +9,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- remat__write_file_atomic ---------------------------------------- */
@@ -89,6 +94,137 @@ START_TEST(write_should_leave_nothing_when_it_cannot_write)
     remat_err_init(&err);
     ck_assert_int_eq(remat__write_file_atomic("/nonexistent-remat-dir/out.json", "x", 1, &err), REMAT_EIO);
     ck_assert_msg_contains(&err, "/nonexistent-remat-dir/out.json: cannot create temporary file");
+}
+END_TEST
+
+START_TEST(write_should_replace_a_symlinks_target_and_keep_the_link)
+{
+    /* The link lives in one directory, its target in another: the target is
+     * replaced through a temporary file in its own directory, and the link
+     * still points at it. */
+    char dir[] = "/tmp/remat-util-XXXXXX", a[64], b[64], link[96], target[96], cmd[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    ck_assert_int_eq(mkdir(a, 0755), 0);
+    ck_assert_int_eq(mkdir(b, 0755), 0);
+    snprintf(target, sizeof target, "%s/real.json", b);
+    snprintf(link, sizeof link, "%s/link.json", a);
+    write_under(target, "old", 022);
+    ck_assert_int_eq(symlink("../b/real.json", link), 0);
+    write_under(link, "new", 022);
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    read_back(target, "new");
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s %s | grep -c [.]tmp[.]) -eq 0", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+    /* A dangling link: the file it names is created. */
+    unlink(target);
+    write_under(link, "created", 022);
+    read_back(target, "created");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(write_should_write_a_fifo_in_place)
+{
+    char dir[] = "/tmp/remat-util-XXXXXX", fifo[96], got[96];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(got, sizeof got, "%s/got", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* the reader */
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "cat %s > %s", fifo, got);
+        _exit(system(cmd) == 0 ? 0 : 1);
+    }
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat__write_file_atomic(fifo, "through the fifo", 16, &err), REMAT_OK);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st;
+    ck_assert_int_eq(lstat(fifo, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode)); /* not replaced by a regular file */
+    read_back(got, "through the fifo");
+    unlink(fifo);
+    unlink(got);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(write_should_refuse_an_empty_name_and_a_directory)
+{
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat__write_file_atomic("", "x", 1, &err), REMAT_EINVAL);
+    ck_assert_msg_contains(&err, "the output path is empty");
+    remat_err_init(&err);
+    ck_assert_int_eq(remat__write_file_atomic("/tmp", "x", 1, &err), REMAT_EIO);
+    ck_assert_msg_contains(&err, "/tmp: is a directory");
+}
+END_TEST
+
+/* ---- double to integer ------------------------------------------------ */
+
+START_TEST(u64_from_double_should_be_defined_for_every_double)
+{
+    /* Each edge of the cast's undefined range (C11 6.3.1.4), by hand. */
+    ck_assert_uint_eq(remat__u64_from_double(NAN), 0);
+    ck_assert_uint_eq(remat__u64_from_double(-1.0), 0);
+    ck_assert_uint_eq(remat__u64_from_double(-INFINITY), 0);
+    ck_assert_uint_eq(remat__u64_from_double(0.75), 0);
+    ck_assert_uint_eq(remat__u64_from_double(4096.9), 4096);
+    ck_assert_uint_eq(remat__u64_from_double(9223372036854775808.0), 9223372036854775808ULL); /* 2^63 */
+    /* The largest double below 2^64 is 2^64 - 2048. */
+    ck_assert_uint_eq(remat__u64_from_double(18446744073709549568.0), 18446744073709549568ULL);
+    ck_assert_uint_eq(remat__u64_from_double(18446744073709551616.0), UINT64_MAX); /* 2^64 */
+    ck_assert_uint_eq(remat__u64_from_double((double)UINT64_MAX), UINT64_MAX);   /* rounds to 2^64 */
+    ck_assert_uint_eq(remat__u64_from_double(1e300), UINT64_MAX);
+    ck_assert_uint_eq(remat__u64_from_double(INFINITY), UINT64_MAX);
+    uint64_t v = 7;
+    ck_assert(!remat__u64_from_double_checked(1.5, &v));
+    ck_assert(!remat__u64_from_double_checked(-1.0, &v));
+    ck_assert(!remat__u64_from_double_checked(NAN, &v));
+    ck_assert(!remat__u64_from_double_checked(18446744073709551616.0, &v));
+    ck_assert_uint_eq(v, 7);
+    ck_assert(remat__u64_from_double_checked(9007199254740992.0, &v));
+    ck_assert_uint_eq(v, 9007199254740992ULL);
+}
+END_TEST
+
+/* ---- UTF-8 and JSON strings ---------------------------------------------- */
+
+START_TEST(utf8_should_accept_rfc3629_and_refuse_the_rest)
+{
+    /* Valid: ASCII, U+00E9, U+20AC, U+1F600, U+10FFFF. */
+    ck_assert_uint_eq(remat__utf8_invalid_at("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"), SIZE_MAX);
+    ck_assert_uint_eq(remat__utf8_invalid_at("ab\xc0\xaf"), 2);         /* overlong '/' */
+    ck_assert_uint_eq(remat__utf8_invalid_at("\xe0\x80\xaf"), 0);      /* overlong, 3 bytes */
+    ck_assert_uint_eq(remat__utf8_invalid_at("x\xed\xa0\x80"), 1);     /* surrogate U+D800 */
+    ck_assert_uint_eq(remat__utf8_invalid_at("\xf4\x90\x80\x80"), 0); /* above U+10FFFF */
+    ck_assert_uint_eq(remat__utf8_invalid_at("\xff"), 0);
+    ck_assert_uint_eq(remat__utf8_invalid_at("ok\x80"), 2);              /* a lone continuation */
+    ck_assert_uint_eq(remat__utf8_invalid_at("\xe2\x82"), 0);           /* cut short by the NUL */
+    /* Length-bounded: a sequence cut by the end of the buffer, a NUL inside. */
+    ck_assert_uint_eq(remat__utf8_invalid_at_n("ab\xe2\x82\xac", 4), 2);
+    ck_assert_uint_eq(remat__utf8_invalid_at_n("a\0b", 3), SIZE_MAX);
+}
+END_TEST
+
+START_TEST(json_chars_should_escape_controls_and_replace_invalid_bytes)
+{
+    remat_buf b;
+    remat_buf_init(&b);
+    remat_buf_json_str(&b, "q\"\\\n\x1b[31m\x7f\xc3\xa9\xff!");
+    ck_assert(!b.failed);
+    ck_assert_str_eq(b.data, "\"q\\\"\\\\\\n\\u001b[31m\\u007f\xc3\xa9\\ufffd!\"");
+    remat_buf_destroy(&b);
 }
 END_TEST
 
@@ -245,7 +381,15 @@ Suite *util_suite(void)
     tcase_add_test(w, write_should_create_files_with_the_mode_the_umask_allows);
     tcase_add_test(w, write_should_keep_the_mode_of_a_file_it_replaces);
     tcase_add_test(w, write_should_leave_nothing_when_it_cannot_write);
+    tcase_add_test(w, write_should_replace_a_symlinks_target_and_keep_the_link);
+    tcase_add_test(w, write_should_write_a_fifo_in_place);
+    tcase_add_test(w, write_should_refuse_an_empty_name_and_a_directory);
     suite_add_tcase(s, w);
+    TCase *d = tcase_create("convert");
+    tcase_add_test(d, u64_from_double_should_be_defined_for_every_double);
+    tcase_add_test(d, utf8_should_accept_rfc3629_and_refuse_the_rest);
+    tcase_add_test(d, json_chars_should_escape_controls_and_replace_invalid_bytes);
+    suite_add_tcase(s, d);
     TCase *m = tcase_create("strmap");
     tcase_add_test(m, strmap_should_find_every_key_of_a_large_map_and_refuse_repeats);
     tcase_add_test(m, strmap_should_report_out_of_memory_when_growing);
