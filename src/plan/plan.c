@@ -109,12 +109,20 @@ remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, rem
         remat_err_set(P->err, st, "%s", local.msg);
         return st;
     }
-    e->valid = r.valid;
-    e->peak = r.peak_bytes;
-    e->metric = metric_of(P, &r);
-    e->extra_flops = r.flops_recompute;
+    uint64_t arena = e->arena;
+    remat__eval_result(P, &r, e);
+    e->arena = arena;
     remat_replay_result_destroy(&r);
     return REMAT_OK;
+}
+
+void remat__eval_result(const remat_planner *P, const remat_replay_result *r, remat_eval *e)
+{
+    memset(e, 0, sizeof *e);
+    e->valid = r->valid;
+    e->peak = r->peak_bytes;
+    e->metric = metric_of(P, r);
+    e->extra_flops = r->flops_recompute;
 }
 
 remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval *e)

@@ -34,6 +34,10 @@ typedef struct remat_eval {
 remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval *e);
 /* Replays s. */
 remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, remat_eval *e);
+/* The logical judgement of a replay already made (no arena): what
+ * remat__eval_schedule gives in logical mode, for a strategy that replayed
+ * its schedule while making it (DTR's cursor). */
+void remat__eval_result(const remat_planner *P, const remat_replay_result *r, remat_eval *e);
 int remat__fits(const remat_planner *P, const remat_eval *e);
 /* 1 if x is preferable to y: fits when y does not; among fitting, fewer
  * extra FLOPs then lower metric; among non-fitting, lower metric. */
