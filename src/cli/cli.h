@@ -105,6 +105,13 @@ int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_p
 /* After parsing: an option that the chosen strategy would ignore is a
  * usage error naming the option and the strategies it applies to. */
 int remat_cli_plan_check(const char *cmd, const remat_plan_options *o);
+/* The long options of remat_cli_plan_option (--strategy, the budgets, and
+ * one flag per remat_plan_option_table entry, its name in names[i]) into
+ * out; returns how many (at most 3 + cap). */
+struct option;
+size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap);
+/* " [--linearized] [--segments N] ...": the table's flags, for a usage line. */
+void remat_cli_plan_usage_options(FILE *f);
 
 
 #endif

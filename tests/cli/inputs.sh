@@ -89,7 +89,7 @@ P="$REMAT plan graphs/transformer4.json"
 expect opt_linearized_revolve 2 "--linearized does not apply to --strategy revolve (it applies to sqrtn chen-greedy)" -- \
     $P --strategy revolve --linearized --budget 16MiB
 expect opt_linearized_auto 2 "--linearized does not apply to --strategy auto" -- $P --linearized --budget 16MiB
-expect opt_dtr_score_sqrtn 2 "--dtr-score does not apply to --strategy sqrtn (it applies to dtr auto)" -- \
+expect opt_dtr_score_sqrtn 2 "--dtr-score does not apply to --strategy sqrtn (it applies to auto dtr)" -- \
     $P --strategy sqrtn --dtr-score eq --budget 16MiB
 expect opt_time_limit_dtr 2 "--time-limit does not apply to --strategy dtr" -- $P --strategy dtr --time-limit 2 --budget 16MiB
 expect opt_segments_revolve 2 "--segments does not apply to --strategy revolve" -- $P --strategy revolve --segments 4
