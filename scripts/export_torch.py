@@ -70,17 +70,22 @@ view.
 """
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
 import time
 
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
 import torch
-import torch.nn.functional as F
+from torch.autograd.function import BackwardCFunction
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_setup import (FLOAT_DTYPES, cast_model, load_model, loss_of, make_inputs, make_target,  # noqa: F401
+                         model_dtype, parse_kv, pick_output, rebuild)
+from torch_workspace import ConvWorkspace
 
 DTYPE_NAMES = {
     torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
@@ -101,6 +106,9 @@ ABBR = {
 VIEW_FREE = {"view", "_reshape_alias", "_unsafe_view", "t", "transpose", "permute", "expand", "split",
              "split_with_sizes", "unbind", "select", "slice", "squeeze", "unsqueeze", "as_strided", "alias",
              "lift_fresh", "unfold", "diagonal", "narrow", "chunk", "view_as_real", "view_as_complex"}
+# Views of a weight that keep all its elements (a transpose, a reshape): read as the weight itself.
+PARAM_VIEWS = {"t", "transpose", "permute", "view", "_reshape_alias", "_unsafe_view", "squeeze", "unsqueeze",
+               "alias", "expand_as", "reshape"}
 RANDOM_OPS = {"bernoulli", "bernoulli_", "native_dropout", "rand", "randn", "rand_like", "randn_like",
               "randint", "randint_like", "normal", "normal_", "uniform_", "exponential_", "multinomial",
               "randperm"}
@@ -127,6 +135,29 @@ def storage_of(t):
 
 def geometry(t):
     return (storage_of(t)[0], t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+
+def region(t):
+    """The elements a tensor covers in its storage: (offset, shape, strides, itemsize)."""
+    return (t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.element_size())
+
+
+def overlaps(a, b):
+    """Whether two regions of one storage share an element (exact; conservative across dtypes)."""
+    if a[3] != b[3]:
+        return True
+    spans = []
+    for off, shape, stride, _ in (a, b):
+        if any(d == 0 for d in shape):
+            return False
+        spans.append((off, off + sum((d - 1) * s for d, s in zip(shape, stride))))
+    if spans[0][1] < spans[1][0] or spans[1][1] < spans[0][0]:
+        return False
+    mask = np.zeros(max(spans[0][1], spans[1][1]) + 1, dtype=bool)
+    for off, shape, stride, _ in (a,):
+        as_strided(mask[off:], shape, stride, writeable=True)[...] = True
+    off, shape, stride, _ = b
+    return bool(as_strided(mask[off:], shape, stride).any())
 
 
 def flops_of(name, args, outs):
@@ -193,23 +224,29 @@ def matmul_operands(name):
 
 class Tensor:
     __slots__ = ("tid", "bytes", "alias_of", "dtype", "shape", "producer", "kind", "requires_grad", "frozen",
-                 "logical")
+                 "logical", "root_at", "is_root")
 
     def __init__(self, tid, nbytes, dtype, shape, producer=None, kind="activation", alias_of=None):
         self.tid, self.bytes, self.dtype, self.shape = tid, nbytes, dtype, shape
         self.producer, self.kind, self.alias_of = producer, kind, alias_of
         self.requires_grad, self.frozen = False, False
+        # The version of its storage's owner this tensor was read from (see
+        # Recorder.fresh): itself for an owner, the owner's tid for a view.
+        self.root_at, self.is_root = tid, alias_of is None
 
 
 class Op:
     __slots__ = ("index", "oid", "name", "inputs", "outputs", "flops", "saves", "node", "module", "recomputable",
-                 "pending", "args")
+                 "pending", "args", "objs", "workspace", "bwd_workspace", "synthetic")
 
     def __init__(self, index, oid, name):
         self.index, self.oid, self.name = index, oid, name
         self.inputs, self.outputs, self.saves = [], [], []
         self.flops, self.node, self.module = 0, None, None
         self.recomputable, self.pending, self.args = True, [], None
+        self.objs = []          # the Python outputs (a custom Function sets their grad_fn late)
+        self.workspace = self.bwd_workspace = 0
+        self.synthetic = False  # made by the recorder (a regenerated view, a scatter, a constant)
 
 
 class Recorder(TorchDispatchMode):
@@ -227,9 +264,19 @@ class Recorder(TorchDispatchMode):
         self.module_stack = []
         self.packed = []        # token -> tid
         self.packed_objs = []
+        self.pack_at = []       # token -> len(self.ops) when it was packed
         self.unpacked = []
         self.rng_replay = rng_replay
         self._ptr = {}          # tid -> storage pointer, for storage owners
+        self.owner = {}         # storage pointer -> tid of the owner's current version
+        self.version = {}       # owner tid -> index of the write that made it (0: the first version)
+        self.writes = {}        # storage pointer -> [(offset, shape, stride, itemsize)] in write order
+        self.warnings = []
+        self.last = None        # the last dispatched op (a scatter op may follow it in self.ops)
+
+    def warn(self, msg):
+        if msg not in self.warnings:
+            self.warnings.append(msg)
 
     # -- tensors --
     def add_leaf(self, t, tid, kind, frozen=False, requires_grad=False):
@@ -238,8 +285,13 @@ class Recorder(TorchDispatchMode):
         rec.frozen, rec.requires_grad = frozen, requires_grad
         self.tensors[tid] = rec
         self._ptr[tid] = ptr
+        self.new_owner(ptr, tid)
         self.bind(t, tid)
         return rec
+
+    def new_owner(self, ptr, tid):
+        self.owner[ptr] = tid
+        self.version[tid] = len(self.writes.get(ptr, ()))
 
     def bind(self, t, tid):
         self.by_obj[id(t)] = tid
@@ -248,22 +300,54 @@ class Recorder(TorchDispatchMode):
 
     def resolve(self, t):
         """The graph tensor for a Python tensor: by identity, else by storage geometry (the latest
-        tensor with that storage, offset, shape, strides and dtype), else None."""
+        tensor with that storage, offset, shape, strides and dtype), else None; then brought up to
+        its storage's current version (fresh)."""
         tid = self.by_obj.get(id(t))
-        if tid is not None:
+        if tid is None:
+            cands = self.by_geom.get(geometry(t))
+            tid = cands[-1] if cands else None
+        return None if tid is None else self.fresh(t, tid)
+
+    def fresh(self, t, tid):
+        """Functionalization of reads after an in-place write. A storage's owner has versions (each
+        in-place write makes one). A tensor recorded against an older version is still what it was
+        unless a later write touched its elements: an owner then reads as the current version, and
+        a view overlapping a write is made again from it (an `as_strided` view op), as
+        functionalization regenerates views from their updated base."""
+        rec = self.tensors[tid]
+        ptr = storage_of(t)[0]
+        cur = self.owner.get(ptr)
+        if cur is None or rec.root_at == cur or rec.kind != "activation" and rec.is_root:
             return tid
-        cands = self.by_geom.get(geometry(t))
-        return cands[-1] if cands else None
+        if rec.is_root:
+            return cur
+        since = self.version.get(rec.root_at, 0)
+        if not any(overlaps(w, region(t)) for w in self.writes.get(ptr, [])[since:]):
+            return tid
+        self.settle()
+        op = Op(len(self.ops), "regen%d" % self.counter, "as_strided")
+        self.counter += 1
+        op.module = self.module_stack[-1] if self.module_stack else ""
+        op.inputs = [cur]
+        new = Tensor(op.oid, None, DTYPE_NAMES.get(t.dtype, str(t.dtype)), list(t.shape), producer=op.index,
+                     alias_of=cur)
+        new.logical, new.root_at = t.numel() * t.element_size(), cur
+        self.tensors[op.oid] = new
+        op.outputs.append(op.oid)
+        op.args = ("as_strided", [])
+        op.synthetic = True
+        self.ops.append(op)
+        self.bind(t, op.oid)
+        return op.oid
 
     def resolve_or_const(self, t):
         tid = self.resolve(t)
         if tid is None:
             ptr = storage_of(t)[0]
             # A view of a known tensor that we never saw created (made with
-            # dispatch off): stand for its base, which owns the bytes.
-            for tid2, rec in self.tensors.items():
-                if rec.alias_of is None and rec.bytes and self._ptr.get(tid2) == ptr:
-                    return tid2
+            # dispatch off): stand for its storage's owner, which owns the bytes.
+            if ptr in self.owner and self.tensors[self.owner[ptr]].bytes:
+                return self.owner[ptr]
             # A tensor born inside the forward without a dispatched op: a
             # wrapped Python scalar (`x * 0.5` saves it), torch.tensor(...).
             # It is allocated during the step, so it is an activation made
@@ -278,17 +362,18 @@ class Recorder(TorchDispatchMode):
             self.tensors[tid] = rec
             op.outputs.append(tid)
             op.args = ("constant", [])
+            op.synthetic = True
             self.ops.append(op)
             self.bind(t, tid)
             self._ptr[tid] = ptr
+            self.new_owner(ptr, tid)
         return tid
 
     # -- autograd --
     def settle(self):
-        """Reads the grad_fn autograd attached to the last op's outputs."""
-        for op in self.ops[-1:]:
-            if not op.pending:
-                continue
+        """Reads the grad_fn autograd attached to the last dispatched op's outputs."""
+        op = self.last
+        if op is not None and op.pending:
             for t in op.pending:
                 gf = t.grad_fn
                 if gf is not None:
@@ -303,6 +388,7 @@ class Recorder(TorchDispatchMode):
             tid = self.resolve_or_const(t)
         self.packed.append(tid)
         self.packed_objs.append(t)
+        self.pack_at.append(self.last.index if self.last is not None else -1)
         return len(self.packed) - 1
 
     def unpack(self, token):
@@ -327,6 +413,14 @@ class Recorder(TorchDispatchMode):
             for o in outs:
                 self.bind(o, in_tids[0])
             return out
+        if (name in PARAM_VIEWS and in_tids and self.tensors[in_tids[0]].kind == "param" and len(outs) == 1 and
+                storage_of(outs[0])[0] == self._ptr.get(in_tids[0]) and outs[0].numel() == in_tensors[0].numel()):
+            # A transpose or reshape of a weight (Linear's t()): PyTorch
+            # writes its gradient in the weight's own layout (mm's backward
+            # computes the transposed product), so the weight's gradient is
+            # the only buffer. Reading the weight itself gives remat that.
+            self.bind(outs[0], in_tids[0])
+            return out
         writes = [r.alias_info is not None and r.alias_info.is_write for r in func._schema.returns]
         idx = len(self.ops)
         stem = ABBR.get(name, name.strip("_") or "op")
@@ -340,50 +434,142 @@ class Recorder(TorchDispatchMode):
             ptr, nb = storage_of(a)
             if nb:
                 in_ptrs.setdefault(ptr, tid)
+        after = []
         for j, o in enumerate(outs):
             tid = op.oid if j == 0 else "%s:%d" % (op.oid, j)
             ptr, nb = storage_of(o)
-            is_write = j < len(writes) and writes[j]
-            alias = None
-            if not is_write and nb and ptr in in_ptrs:
+            dt = DTYPE_NAMES.get(o.dtype, str(o.dtype))
+            if j < len(writes) and writes[j]:
+                self.tensors[tid] = self.written(op, tid, o, after)
+            elif nb and ptr in in_ptrs:
                 alias = in_ptrs[ptr]
-            rec = Tensor(tid, 0 if alias else nb, DTYPE_NAMES.get(o.dtype, str(o.dtype)), list(o.shape),
-                         producer=idx, alias_of=alias)
-            if alias:
-                rec.bytes = None
-                self.tensors[tid] = rec
+                rec = Tensor(tid, None, dt, list(o.shape), producer=idx, alias_of=alias)
                 rec.logical = o.numel() * o.element_size()
-            else:
+                rec.root_at = self.tensors[alias].root_at
                 self.tensors[tid] = rec
+            else:
+                self.tensors[tid] = Tensor(tid, nb, dt, list(o.shape), producer=idx)
                 self._ptr[tid] = ptr
+                self.new_owner(ptr, tid)
+            self.tensors[tid].requires_grad = o.requires_grad
             op.outputs.append(tid)
             self.bind(o, tid)
         op.flops = flops_of(name, list(args), outs)
         op.args = (name, list(args))
         op.pending = outs
+        op.objs = outs
         self.ops.append(op)
+        self.last = op
+        for extra in after:
+            extra.index = len(self.ops)
+            self.tensors[extra.outputs[0]].producer = extra.index
+            self.ops.append(extra)
         return out
 
+    def written(self, op, tid, o, after):
+        """The output of an in-place op (functionalized: a new tensor). Writing a whole storage makes
+        its owner's next version. Writing a view (a chunk, a slice, a flattened view) makes a tensor of
+        the view's own size, and an `as_strided_scatter` op (appended to `after`) makes the owner's
+        next version from the old one and the written part, so readers of the base or of an
+        overlapping view read what PyTorch's buffer holds."""
+        ptr, nb = storage_of(o)
+        dt = DTYPE_NAMES.get(o.dtype, str(o.dtype))
+        cur = self.owner.get(ptr)
+        base = self.tensors.get(cur) if cur is not None else None
+        if base is None or base.kind != "activation":
+            # A buffer updated in place (num_batches_tracked += 1): a new
+            # tensor; readers of the buffer still read the buffer.
+            rec = Tensor(tid, nb, dt, list(o.shape), producer=op.index)
+            self._ptr[tid] = ptr
+            return rec
+        size = o.numel() * o.element_size()
+        whole = o.storage_offset() == 0 and size == nb and o.is_contiguous()
+        self.writes.setdefault(ptr, []).append(region(o))
+        if whole:
+            rec = Tensor(tid, nb, dt, list(o.shape), producer=op.index)
+            self._ptr[tid] = ptr
+            self.new_owner(ptr, tid)
+            return rec
+        rec = Tensor(tid, size, dt, list(o.shape), producer=op.index)
+        rec.is_root = False
+        sc = Op(-1, "scatter%d" % self.counter, "as_strided_scatter")
+        self.counter += 1
+        sc.module = op.module
+        sc.inputs = [cur, tid]
+        sc.flops = o.numel()
+        sc.args = ("as_strided_scatter", [])
+        sc.synthetic = True
+        new = Tensor(sc.oid, nb, DTYPE_NAMES.get(o.dtype, str(o.dtype)), list(base.shape))
+        new.requires_grad = o.requires_grad
+        self.tensors[sc.oid] = new
+        self._ptr[sc.oid] = ptr
+        sc.outputs.append(sc.oid)
+        self.new_owner(ptr, sc.oid)
+        rec.root_at = sc.oid
+        after.append(sc)
+        return rec
+
     def collect_saves(self):
-        """Reads each op's grad_fn `_saved_*` attributes through the unpack hook."""
+        """Reads each op's grad_fn `_saved_*` attributes (a Python autograd.Function's saved_tensors)
+        through the unpack hook; then gives each packed tensor that no attribute showed (an in-place
+        op on a view: autograd wraps its node in CopySlices, which shows nothing) to the op it was
+        packed for."""
         self.settle()
+        claimed_nodes = set()
+        for op in self.ops:
+            if op.node is None:
+                # A custom Function's outputs get their grad_fn once its
+                # forward returns, after the op that made them ran.
+                for o in op.objs:
+                    gf = o.grad_fn
+                    if isinstance(gf, BackwardCFunction) and id(gf) not in claimed_nodes:
+                        op.node = gf
+                        break
+            if op.node is not None:
+                if id(op.node) in claimed_nodes:
+                    op.node = None
+                    continue
+                claimed_nodes.add(id(op.node))
+        claimed = set()
         for op in self.ops:
             if op.node is None:
                 continue
             saved = []
-            for attr in dir(op.node):
-                if not attr.startswith("_saved_"):
-                    continue
+            attrs = [a for a in dir(op.node) if a.startswith("_saved_")]
+            if isinstance(op.node, BackwardCFunction):
+                attrs.append("saved_tensors")
+            for attr in attrs:
                 self.unpacked = []
                 try:
                     getattr(op.node, attr)
                 except Exception:  # an attribute autograd cannot return (freed); none here
                     continue
                 for tok in self.unpacked:
+                    claimed.add(tok)
                     tid = self.packed[tok]
                     if tid not in saved:
                         saved.append(tid)
             op.saves = saved
+        for tok, tid in enumerate(self.packed):
+            if tok in claimed:
+                continue
+            w = self.pack_at[tok]
+            prev = self.ops[w] if w >= 0 else None
+            nxt = next((o for o in self.ops[w + 1:] if not o.synthetic), None)
+            if prev is not None and tid in prev.outputs and self.tensors[tid].requires_grad:
+                owner = prev       # an output it saves (sigmoid_ saves its result)
+            elif nxt is not None and tid in nxt.inputs:
+                owner = nxt        # an input it saves, packed before it ran (mul_'s other operand)
+            elif prev is not None and tid in prev.inputs:
+                owner = prev
+            else:
+                self.warn("export_torch: warning: autograd saved %s (%s bytes) for a node that no recorded op "
+                          "shows; it is not in any op's saves" % (tid, self.tensors[tid].bytes))
+                continue
+            if owner.node is None:
+                owner.node = True  # has a backward that reads what autograd saved
+            if tid not in owner.saves:
+                owner.saves.append(tid)
 
 
 def module_hooks(model, rec):
@@ -403,74 +589,6 @@ def module_hooks(model, rec):
     return h1, h2
 
 
-def load_model(spec, kwargs):
-    """torchvision:NAME, package.module:factory or path/file.py:factory -> nn.Module."""
-    if ":" not in spec:
-        raise SystemExit("export_torch: MODEL must be torchvision:NAME, package.module:factory or file.py:factory")
-    mod_name, fn = spec.rsplit(":", 1)
-    if mod_name == "torchvision":
-        import torchvision
-        factory = getattr(torchvision.models, fn, None)
-        if factory is None:
-            raise SystemExit("export_torch: torchvision has no model '%s'" % fn)
-        return factory(weights=None, **kwargs)
-    if mod_name.endswith(".py"):
-        s = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(mod_name))[0], mod_name)
-        module = importlib.util.module_from_spec(s)
-        sys.modules[s.name] = module
-        s.loader.exec_module(module)
-    else:
-        sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(mod_name)
-    factory = getattr(module, fn, None)
-    if factory is None:
-        raise SystemExit("export_torch: %s has no attribute '%s'" % (mod_name, fn))
-    return factory(**kwargs)
-
-
-def parse_kv(items):
-    out = {}
-    for it in items or []:
-        k, _, v = it.partition("=")
-        for conv in (int, float):
-            try:
-                v = conv(v)
-                break
-            except ValueError:
-                pass
-        else:
-            v = {"true": True, "false": False}.get(v.lower(), v)
-        out[k] = v
-    return out
-
-
-def make_inputs(model, batch, shape, dtype, high, seed):
-    g = torch.Generator().manual_seed(seed + 1)
-    full = (batch,) + tuple(shape)
-    if dtype in ("int64", "long"):
-        return torch.randint(0, high, full, generator=g)
-    dt = {"float32": torch.float32, "f32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-          "float64": torch.float64}[dtype]
-    return torch.randn(full, generator=g).to(dt)
-
-
-def loss_of(kind, out, target):
-    if kind == "ce":
-        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
-    if kind == "mse":
-        return F.mse_loss(out, target)
-    return out.sum()
-
-
-def make_target(kind, out, seed):
-    g = torch.Generator().manual_seed(seed + 2)
-    if kind == "ce":
-        return torch.randint(0, out.shape[-1], tuple(out.shape[:-1]), generator=g)
-    if kind == "mse":
-        return torch.randn(tuple(out.shape), generator=g).to(out.dtype)
-    return None
-
-
 def settings(args, model):
     """Input shape, dtype, integer range and loss: flags first, then the model's own defaults."""
     mi = getattr(model, "remat_input", {}) or {}
@@ -483,6 +601,8 @@ def settings(args, model):
     if isinstance(shape, str):
         shape = tuple(int(s) for s in shape.split(",") if s)
     dtype = args.input_dtype or mi.get("dtype", "float32")
+    if args.dtype and dtype in FLOAT_DTYPES:
+        dtype = args.dtype  # a cast model takes its input in its own precision
     high = args.input_high or mi.get("high", 2)
     loss = args.loss or getattr(model, "remat_loss", None) or ("ce" if args.model.startswith("torchvision:") else "sum")
     return tuple(shape), dtype, high, loss
@@ -492,8 +612,10 @@ def export(args):
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
     model = load_model(args.model, parse_kv(args.arg))
-    model.train()
     shape, dtype, high, loss_kind = settings(args, model)
+    mdtype = model_dtype(dtype, args.dtype)
+    cast_model(model, mdtype)
+    model.train()
     x = make_inputs(model, args.batch, shape, dtype, high, args.seed)
     rec = Recorder(rng_replay=not args.no_rng_replay)
     leaf_names = {}
@@ -512,11 +634,7 @@ def export(args):
     try:
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack):
             with rec:
-                out = model(x)
-                if isinstance(out, (tuple, list)):
-                    out = out[0]
-                if hasattr(out, "logits"):
-                    out = out.logits
+                out = pick_output(model(x))
             target = make_target(loss_kind, out.detach(), args.seed)
             if target is not None:
                 rec.add_leaf(target, "target", "input")
@@ -529,16 +647,39 @@ def export(args):
             h.remove()
     t_trace = time.perf_counter() - t1
     loss_tid = rec.resolve(loss)
-    graph = build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind)
+    graph = build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype)
+    t_ws = time.perf_counter()
+    if not args.no_workspace:
+        measure_workspace(rec, graph)
+    t_ws = time.perf_counter() - t_ws
+    for w in rec.warnings:
+        print(w, file=sys.stderr)
     # Timings go to stderr, not into the graph: the same command must give
     # the same file.
-    print("export_torch: %s: %d ops (%d recorded), %d inputs, %d params; model built in %.2f s, traced in %.2f s" %
+    print("export_torch: %s: %d ops (%d recorded), %d inputs, %d params; model built in %.2f s, traced in %.2f s, "
+          "workspace measured in %.2f s" %
           (graph["name"], len(graph["ops"]), len(rec.ops), len(graph["inputs"]), len(graph["params"]), t_build,
-           t_trace), file=sys.stderr)
+           t_trace, t_ws), file=sys.stderr)
     return graph
 
 
-def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind):
+def measure_workspace(rec, graph):
+    """Adds each kept convolution's measured forward and backward workspace (scripts/torch_workspace.py)."""
+    cw = ConvWorkspace()
+    by_id = {op.oid: op for op in rec.ops}
+    for d in graph["ops"]:
+        op = by_id.get(d["id"])
+        if op is None or op.name != "convolution":
+            continue
+        args = op.args[1]
+        fwd, bwd = cw.measure(args, bool(args[0].requires_grad))
+        if fwd:
+            d["workspace"] = fwd
+        if bwd and op.node is not None:
+            d["bwd_workspace"] = bwd
+
+
+def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None):
     ops = rec.ops
     # Keep the ops that reach the loss through their inputs, and the makers
     # of what those ops save.
@@ -649,6 +790,8 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind):
         meta["torchvision"] = torchvision.__version__
     except ImportError:
         pass
+    if mdtype:
+        meta["model_dtype"] = mdtype
     if args.arg:
         meta["factory_args"] = parse_kv(args.arg)
     return {"format": "remat-graph", "version": 1, "name": name, "meta": meta, "inputs": inputs,
@@ -691,7 +834,12 @@ def main(argv=None):
     ap.add_argument("--batch", "-b", type=int, default=8)
     ap.add_argument("--input-shape", help="the input's shape without the batch, e.g. 3,224,224")
     ap.add_argument("--size", type=int, default=224, help="torchvision: image height = width (default 224)")
-    ap.add_argument("--input-dtype", help="float32 (default), bfloat16 or int64")
+    ap.add_argument("--input-dtype", help="float32 (default), bfloat16, float16, float64 or int64; bfloat16 or "
+                    "float16 casts the model too")
+    ap.add_argument("--dtype", help="cast the model's floating parameters and buffers (and a float input) to "
+                    "float32, bfloat16, float16 or float64: a low-precision training graph")
+    ap.add_argument("--no-workspace", action="store_true",
+                    help="do not measure convolution workspace (faster; workspace 0)")
     ap.add_argument("--input-high", type=int, help="int64 inputs: values in [0, HIGH)")
     ap.add_argument("--loss", choices=["ce", "mse", "sum"], help="default: ce for torchvision, else the model's")
     ap.add_argument("--arg", action="append", metavar="KEY=VALUE", help="a keyword argument for the factory")
