@@ -109,6 +109,9 @@ VIEW_FREE = {"view", "_reshape_alias", "_unsafe_view", "t", "transpose", "permut
 # Views of a weight that keep all its elements (a transpose, a reshape): read as the weight itself.
 PARAM_VIEWS = {"t", "transpose", "permute", "view", "_reshape_alias", "_unsafe_view", "squeeze", "unsqueeze",
                "alias", "expand_as", "reshape"}
+# Ops whose result depends on their tensor arguments' shapes and dtypes only.
+SHAPE_ONLY = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+              "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided", "scalar_tensor"}
 RANDOM_OPS = {"bernoulli", "bernoulli_", "native_dropout", "rand", "randn", "rand_like", "randn_like",
               "randint", "randint_like", "normal", "normal_", "uniform_", "exponential_", "multinomial",
               "randperm"}
@@ -233,6 +236,7 @@ class Tensor:
         # The version of its storage's owner this tensor was read from (see
         # Recorder.fresh): itself for an owner, the owner's tid for a view.
         self.root_at, self.is_root = tid, alias_of is None
+        self.logical = None
 
 
 class Op:
@@ -374,6 +378,10 @@ class Recorder(TorchDispatchMode):
         """Reads the grad_fn autograd attached to the last dispatched op's outputs."""
         op = self.last
         if op is not None and op.pending:
+            # Autograd has now wrapped the outputs (inside the dispatch
+            # they never require grad).
+            for tid, t in zip(op.outputs, op.pending):
+                self.tensors[tid].requires_grad = t.requires_grad
             for t in op.pending:
                 gf = t.grad_fn
                 if gf is not None:
@@ -402,6 +410,10 @@ class Recorder(TorchDispatchMode):
         name = func.overloadpacket.__name__
         flat_in, _ = tree_flatten((args, kwargs))
         in_tensors = [a for a in flat_in if isinstance(a, torch.Tensor)]
+        if name in SHAPE_ONLY:
+            # empty_like(x) reads x's shape, not its values: no data edge,
+            # so no gradient flows through it (dropout's mask is made so).
+            in_tensors = []
         in_tids = [self.resolve_or_const(a) for a in in_tensors]
         out = func(*args, **kwargs)
         flat_out, _ = tree_flatten(out)
@@ -451,7 +463,6 @@ class Recorder(TorchDispatchMode):
                 self.tensors[tid] = Tensor(tid, nb, dt, list(o.shape), producer=idx)
                 self._ptr[tid] = ptr
                 self.new_owner(ptr, tid)
-            self.tensors[tid].requires_grad = o.requires_grad
             op.outputs.append(tid)
             self.bind(o, tid)
         op.flops = flops_of(name, list(args), outs)
@@ -676,7 +687,7 @@ def measure_workspace(rec, graph):
         if fwd:
             d["workspace"] = fwd
         if bwd and op.node is not None:
-            d["bwd_workspace"] = bwd
+            d["bwd_workspace"] = d.get("bwd_workspace", 0) + bwd
 
 
 def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None):
@@ -705,6 +716,33 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
     # Alias chains must stay inside the graph: a view's base is among its
     # producer's inputs, so it is kept with it.
     kept = [op for op in ops if op.index in live]
+    # A weight read by several ops (an RNN's weights at every time step, a
+    # tied embedding) gets one gradient contribution per reader. PyTorch's
+    # engine keeps the first (in backward order: the last reader's) as the
+    # gradient, and sums each later one into it out of place (InputBuffer:
+    # old + new, then both freed). remat's gradient is that one buffer;
+    # every other reader's backward step holds two weight-sized
+    # temporaries, its contribution and the sum (measured: the profiler
+    # shows aten::add of the weight's size under TBackward0).
+    readers = {}
+    for op in kept:
+        if op.node is None:
+            continue
+        for t in dict.fromkeys(op.inputs):
+            r = rec.tensors[t]
+            if r.kind == "param" and not r.frozen:
+                readers.setdefault(t, []).append(op)
+    contrib = {}
+    for t, lst in readers.items():
+        for op in lst[:-1]:
+            contrib[op.index] = contrib.get(op.index, 0) + rec.tensors[t].bytes
+    # The contributions live while the op's backward runs (with the
+    # gradients of its outputs); the sums come once it has returned and its
+    # output gradients are gone: the step's workspace is the larger of the two.
+    accum = {}
+    for i, c in contrib.items():
+        outgrad = sum(logical_bytes(rec, rec.tensors[t]) for t in ops[i].outputs if rec.tensors[t].requires_grad)
+        accum[i] = max(c, 2 * c - outgrad)
     kept_tids = set()
     for op in kept:
         kept_tids.update(op.outputs)
@@ -760,6 +798,8 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
         bw = bwd_flops(rec, op)
         if bw is not None:
             d["bwd_flops"] = bw
+        if accum.get(op.index):
+            d["bwd_workspace"] = accum[op.index]
         # An op without a grad_fn saved nothing (and gets no backward step
         # when nothing it reads needs a gradient).
         d["saves"] = op.saves if op.node is not None else []
@@ -792,10 +832,19 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
         pass
     if mdtype:
         meta["model_dtype"] = mdtype
+    if not args.no_workspace:
+        meta["workspace"] = "convolutions measured with torch.profiler at %d thread(s)" % torch.get_num_threads()
+        meta["threads"] = torch.get_num_threads()
     if args.arg:
         meta["factory_args"] = parse_kv(args.arg)
     return {"format": "remat-graph", "version": 1, "name": name, "meta": meta, "inputs": inputs,
             "params": params, "ops": out_ops, "outputs": [loss_tid]}
+
+
+def logical_bytes(rec, t):
+    if t.alias_of is None:
+        return t.bytes or 0
+    return t.logical if t.logical is not None else rec_bytes_of_root(rec, t)
 
 
 def rec_bytes_of_root(rec, t):
@@ -838,6 +887,9 @@ def main(argv=None):
                     "float16 casts the model too")
     ap.add_argument("--dtype", help="cast the model's floating parameters and buffers (and a float input) to "
                     "float32, bfloat16, float16 or float64: a low-precision training graph")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="intra-op threads (default 1): convolution workspace grows with them, so measure with "
+                    "the count training uses; recorded in meta")
     ap.add_argument("--no-workspace", action="store_true",
                     help="do not measure convolution workspace (faster; workspace 0)")
     ap.add_argument("--input-high", type=int, help="int64 inputs: values in [0, HIGH)")
@@ -848,7 +900,7 @@ def main(argv=None):
     ap.add_argument("--no-rng-replay", action="store_true", help="mark random ops not recomputable")
     ap.add_argument("-o", "--output", default="-")
     args = ap.parse_args(argv)
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(args.threads)
     graph = export(args)
     text = dump(graph)
     if args.output == "-":

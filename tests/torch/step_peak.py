@@ -44,6 +44,7 @@ def profiler_peak(prof):
 
 
 def torch_step_peak(meta):
+    torch.set_num_threads(meta.get("threads", 1))  # workspace was measured at this count
     model, x, loss_kind = ex.rebuild(meta)
     for p in model.parameters():
         p.grad = None
