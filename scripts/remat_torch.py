@@ -47,7 +47,7 @@ import tempfile
 
 import torch
 import torch.fx as fx
-from functorch.compile import aot_module, make_boxed_func, min_cut_rematerialization_partition, default_partition
+from functorch.compile import aot_module, min_cut_rematerialization_partition, default_partition
 from functorch.compile import config as aot_config
 from functorch._src.partitioners import _extract_fwd_bwd_modules, _is_primal, _is_tangent
 from functorch._src.named_members_polyfill import _named_buffers, _named_parameters
@@ -509,7 +509,6 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
         graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
                                         real=_real_primals(model, example_inputs))
         gpath = os.path.join(workdir, "graph.json")
-        ppath = os.path.join(workdir, "plan.json")
         with open(gpath, "w") as f:
             json.dump(graph, f)
         plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report)
