@@ -113,7 +113,10 @@ def main():
     ap.add_argument("--models", default="chain,resnet18,gpt,unet")
     ap.add_argument("--fractions", default="0.5,0.7,0.9")
     ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--no-auto", action="store_true",
+                    help="leave out remat's auto (its exact MILP has a time limit, so its plan can vary with load)")
     a = ap.parse_args()
+    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto"))
     torch.set_num_threads(1)
     import tempfile
     workdir = tempfile.mkdtemp(prefix="remat-torch-check-")
@@ -133,7 +136,7 @@ def main():
         for f in (float(s) for s in a.fractions.split(",")):
             budget = P - int((1 - f) * A)
             try:
-                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat)
+                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat, strategies=strategies)
             except RuntimeError as e:
                 bad += 1
                 print("  FAIL f=%.1f budget %d B: %s" % (f, budget, str(e).split(": build/")[0]))
