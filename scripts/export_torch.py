@@ -178,6 +178,17 @@ def export(args):
 
     hooks = module_hooks(model, rec)
     t1 = time.perf_counter()
+    import torch.utils.checkpoint as ckpt
+    plain_checkpoint = ckpt.checkpoint
+
+    def watched_checkpoint(*a, **kw):
+        # Non-reentrant checkpoint packs through hooks of its own: what it
+        # saves never reaches ours. Say so rather than export too few saves.
+        if not kw.get("use_reentrant", True):
+            rec.warn("export_torch: warning: torch.utils.checkpoint(use_reentrant=False) saves through its own "
+                     "hooks; what it saves is not in the graph (use_reentrant=True is recorded exactly)")
+        return plain_checkpoint(*a, **kw)
+    ckpt.checkpoint = watched_checkpoint
     try:
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack):
             with rec:
@@ -190,6 +201,7 @@ def export(args):
         rec.settle()
         rec.collect_saves()
     finally:
+        ckpt.checkpoint = plain_checkpoint
         for h in hooks:
             h.remove()
     t_trace = time.perf_counter() - t1

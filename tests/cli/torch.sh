@@ -48,6 +48,8 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
         expect "torch_export_$c" 0 "export_torch: $c" -- \
             $PYT scripts/export_torch.py scripts/models.py:$c --batch 4 -o "$T/case_$c.json"
     done
+    expect torch_export_checkpoint_nonreentrant 0 "checkpoint(use_reentrant=False) saves through its own hooks" -- \
+        $PYT scripts/export_torch.py tests/torch/cases.py:checkpoint_nonreentrant --batch 4 -o "$T/nonre.json"
     expect torch_export_segmentation 0 "export_torch: lraspp_mobilenet_v3_large" -- \
         $PYT scripts/export_torch.py torchvision:lraspp_mobilenet_v3_large --batch 1 --size 32 -o "$T/case_seg.json"
     expect torch_export_bf16 0 "export_torch: resnet18" -- \

@@ -14,6 +14,8 @@ with the profiler (step_peak.py):
                  into a slice of a tensor read afterwards as a whole;
     dropout_view Dropout(inplace=True) on a flattened view (efficientnet's
                  classifier): its mask is saved by an in-place mul_ on a view;
+    checkpoint_nonreentrant  the same with use_reentrant=False: the exporter
+                 cannot see its saves and says so;
     linear       nn.Linear layers: the transposed weight's gradient is the
                  weight's own buffer.
 """
@@ -113,3 +115,17 @@ def linear(width=64, depth=3):
     m.remat_input = {"shape": (width,)}
     m.remat_loss = "sum"
     return m
+
+
+class CheckpointNonReentrant(CheckpointModel):
+    """As checkpoint, with use_reentrant=False: its saves go through checkpoint's own hooks (a warning)."""
+
+    def forward(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(b, x, use_reentrant=False)
+        return x
+
+
+def checkpoint_nonreentrant(width=64, blocks=3):
+    return CheckpointNonReentrant(width, blocks)
