@@ -41,6 +41,7 @@ compares with.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -493,13 +494,76 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
     return best[0], best[1]
 
 
+UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 10 ** 3,
+         "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+
+
+def parse_bytes(b):
+    """An int, or a size as remat reads it ("4GiB" = 4 x 2^30, "1.5GB" = 1.5 x 10^9), in bytes."""
+    if isinstance(b, int):
+        return b
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*", str(b))
+    if not m or (m.group(2) or "") not in UNITS:
+        raise ValueError("remat_torch: budget '%s' is not a byte size (123, 4KiB, 1.5GiB, 2GB)" % b)
+    return int(float(m.group(1)) * UNITS[m.group(2) or ""])
+
+
+def measured_peak(step, model, example_inputs):
+    """One training step of `step` under the profiler: the peak bytes it allocates beyond what existed. The
+    model's gradients, buffers (batch-norm statistics) and the RNG state are restored afterwards."""
+    from torch.profiler import profile, ProfilerActivity
+    grads = [(p, p.grad) for p in model.parameters()]
+    bufs = [(b, b.detach().clone()) for b in model.buffers()]
+    state = torch.get_rng_state()
+    for p, _ in grads:
+        p.grad = None
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = step(*example_inputs)
+        (out if out.dim() == 0 else out.sum()).backward()
+        del out
+    cur = peak = 0
+    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    for e in sorted(evs, key=lambda e: e.start_us()):
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    for p, g in grads:
+        p.grad = g
+    with torch.no_grad():
+        for b, v in bufs:
+            b.copy_(v)
+    torch.set_rng_state(state)
+    return peak
+
+
 def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
-            budget_option="--budget"):
+            budget_option="--budget", calibrate=0):
     """A module whose training step recomputes what remat's plan under `budget` says.
 
     budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
     params, gradients, activations, workspace). budget_option="--activation-budget" caps activations only.
+    calibrate=N: measure one step (measured_peak); while params and inputs plus the measured peak exceed
+    the budget, plan again (at most N times) under the budget less the excess. remat_report["calibration"]
+    lists each round's planned budget and measured peak.
     """
+    if not calibrate:
+        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option)
+    target = parse_bytes(budget)
+    planned = target
+    rounds = []
+    step = None
+    for _ in range(calibrate + 1):
+        step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option)
+        peak = measured_peak(step, model, example_inputs)
+        total = step.remat_report["resident_bytes"] + peak
+        rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
+        if total <= target:
+            break
+        planned -= total - target
+    step.remat_report["calibration"] = rounds
+    return step
+
+
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option):
     remat = remat or _default_remat()
     n_params, frozen = _param_info(model)
     report = {}
@@ -513,6 +577,7 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
             json.dump(graph, f)
         plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report)
         keep = set(plan["keep"])
+        report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
         report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],
                       activation_peak_bytes=rep.get("activation_peak_bytes"), flops=rep["flops"],
                       overhead=rep.get("overhead"), strategy=plan.get("strategy"),

@@ -13,8 +13,10 @@ For each model (small configurations: CPU, one thread) and each fraction f:
    The budget (remat's --budget, on the whole step) is B = P - (1 - f) x A:
    f of the store-all activation memory, the weights and their gradients
    as they are.
-2. remat_torch.compile(model, inputs, budget=B) plans with remat and builds
-   the training step; one step runs under torch.profiler(profile_memory=True)
+2. remat_torch.compile(model, inputs, budget=B, calibrate=2) plans with remat
+   and builds the training step (planning again under B less the measured
+   excess when a measured step overshoots B, at most twice); one step runs
+   under torch.profiler(profile_memory=True)
    (the peak of the allocator's running sum: what the step allocates beyond
    what existed before it).
 3. Checks: every parameter gradient bit-identical (torch.equal) to eager
@@ -113,6 +115,8 @@ def main():
     ap.add_argument("--models", default="chain,resnet18,gpt,unet")
     ap.add_argument("--fractions", default="0.5,0.7,0.9")
     ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--calibrate", type=int, default=2,
+                    help="rounds of plan, measure, plan again under the excess (remat_torch.compile's calibrate)")
     ap.add_argument("--no-auto", action="store_true",
                     help="leave out remat's auto (its exact MILP has a time limit, so its plan can vary with load)")
     a = ap.parse_args()
@@ -136,7 +140,8 @@ def main():
         for f in (float(s) for s in a.fractions.split(",")):
             budget = P - int((1 - f) * A)
             try:
-                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat, strategies=strategies)
+                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat, strategies=strategies,
+                                           calibrate=a.calibrate)
             except RuntimeError as e:
                 bad += 1
                 print("  FAIL f=%.1f budget %d B: %s" % (f, budget, str(e).split(": build/")[0]))
@@ -148,9 +153,12 @@ def main():
             ratio = peak / predicted
             ok = same and abs(ratio - 1) <= a.tolerance and R + peak <= budget
             bad += not ok
-            print("  %s f=%.1f budget %d B: keeps %d, recomputes %d nodes, extra FLOPs %.1f%%; predicted %d B, "
+            cal = rep.get("calibration") or []
+            print("  %s f=%.1f budget %d B%s: %s keeps %d, recomputes %d nodes, extra FLOPs %.1f%%; predicted %d B, "
                   "measured %d B (%.4f), within budget: %s; gradients %s" %
-                  ("ok" if ok else "FAIL", f, budget, len(rep["keep"]), rep["recomputed_nodes"],
+                  ("ok" if ok else "FAIL", f, budget,
+                   " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
+                   if len(cal) > 1 else "", rep["chosen"], len(rep["keep"]), rep["recomputed_nodes"],
                    100 * float(rep["overhead"] or 0), predicted, peak, ratio,
                    "yes" if R + peak <= budget else "NO", "bit-identical" if same else "DIFFERENT"))
             sys.stdout.flush()
