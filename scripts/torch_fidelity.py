@@ -15,7 +15,7 @@ this exports the training step (scripts/export_torch.py), then compares:
 
 Prints one table row per model (figures, and "ok" where the saved bytes are
 equal and the peak ratio is within 1%). Exits 1 if any export or check
-fails or a row is not ok. `make bench BENCH=torch` runs the `issue` set (the
+fails or a row is not ok. `make bench BENCH=resnet50` (the PyTorch section) runs the `issue` set (the
 eight torchvision models the exporter was first tried on, three segmentation
 models, nn.LSTM, nn.TransformerEncoder and the bundled GPT and U-Net);
 `--set all` adds every other torchvision classification model.
@@ -43,12 +43,19 @@ CHECK = ["mobilenet_v3_small", "lraspp_mobilenet_v3_large", "scripts/models.py:l
 
 
 def all_classification():
+    """Every model factory in torchvision.models (those taking weights=)."""
+    import inspect
     import torchvision
     out = []
-    for n in torchvision.models.list_models(module=torchvision.models) if hasattr(torchvision.models, "list_models") \
-            else [n for n in dir(torchvision.models) if n.islower() and not n.startswith("_")]:
+    for n in sorted(dir(torchvision.models)):
         f = getattr(torchvision.models, n, None)
-        if callable(f) and not isinstance(f, type) and n not in out:
+        if n.startswith("_") or not callable(f) or isinstance(f, type):
+            continue
+        try:
+            params = inspect.signature(f).parameters
+        except (TypeError, ValueError):
+            continue
+        if "weights" in params and n not in out:
             out.append(n)
     return out
 
