@@ -192,7 +192,13 @@ def export(args):
     try:
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack):
             with rec:
-                out = pick_output(model(x))
+                try:
+                    out = pick_output(model(x))
+                except (RuntimeError, NotImplementedError) as e:
+                    if mdtype or dtype not in ("float32", "f32", "int64", "long"):
+                        raise SystemExit("export_torch: %s does not run with %s on this CPU build of torch: %s" %
+                                         (args.model, mdtype or dtype, str(e).splitlines()[0]))
+                    raise
             target = make_target(loss_kind, out.detach(), args.seed)
             if target is not None:
                 rec.add_leaf(target, "target", "input")

@@ -57,6 +57,8 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
         -o "$T/case_bf16.json"
     expect torch_export_bf16_meta 0 '"model_dtype":"bfloat16"' -- cat "$T/case_bf16.json"
     expect torch_export_bf16_bytes 0 '"dtype":"bf16","shape":[2,64,16,16]' -- cat "$T/case_bf16.json"
+    expect torch_export_f16_refused 1 "does not run with float16 on this CPU build of torch" -- \
+        $PYT scripts/export_torch.py torchvision:resnet18 --batch 2 --size 32 --dtype float16 -o "$T/f16.json"
     expect torch_export_bad_dtype 1 "--dtype must be float32, bfloat16, float16 or float64, not 'f8'" -- \
         $PYT scripts/export_torch.py torchvision:resnet18 --dtype f8
     expect torch_cases_saved_bytes 0 "ok case_slice_write.json: remat 1280 B" -- \
