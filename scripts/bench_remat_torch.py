@@ -17,9 +17,11 @@ wall time, and prints medians over --steps steps:
 * remat_torch.compile at a budget equal to each peer's measured peak (plus
   the resident params and inputs): remat's plan at the same memory.
 
-Extra time is a method's median step time less its baseline's (eager for
-checkpointing, the default partitioner for the AOTAutograd methods), as a
-percentage of the baseline. Figures only: the exit status is 0 unless a run
+Steps are timed in interleaved rounds (one step of every method per round)
+so that the shared machine's drift hits every method alike. Extra time is
+a method's median step time less its baseline's (eager for checkpointing,
+the default partitioner for the AOTAutograd methods), as a percentage of
+the baseline. Figures only: the exit status is 0 unless a run
 fails (the machine is shared; timings are noisy, hence medians).
 """
 import argparse
@@ -64,63 +66,74 @@ def with_checkpoints(blocks):
     return undo
 
 
-def measure(step, params, inputs, steps):
-    peaks, times = [], []
-    for _ in range(steps):
-        peak, _ = rc.profiled_step(step, params, inputs)
-        peaks.append(peak)
-        for p in params:
-            p.grad = None
-        torch.manual_seed(123)
-        t = time.perf_counter()
-        loss = step(*inputs)
-        loss.backward()
-        times.append(time.perf_counter() - t)
-        del loss
-    return max(peaks), statistics.median(times)
+def peak_of(step, params, inputs):
+    rc.profiled_step(step, params, inputs)  # warm: kernels, allocator paths
+    return rc.profiled_step(step, params, inputs)[0]
+
+
+def timed_step(step, params, inputs):
+    for p in params:
+        p.grad = None
+    torch.manual_seed(123)
+    t = time.perf_counter()
+    loss = step(*inputs)
+    loss.backward()
+    dt = time.perf_counter() - t
+    del loss
+    return dt
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("remat")
     ap.add_argument("--models", default="resnet18,gpt,unet")
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=7)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    print("median of %d steps each, 1 thread; peak = torch.profiler's step peak beyond params and inputs" % a.steps)
-    print("%-9s %-34s %12s %9s %8s" % ("model", "method", "peak (B)", "step (s)", "extra"))
-    rc_ = 0
+    print("median of %d interleaved rounds (one step of every method per round), 1 thread; peak = "
+          "torch.profiler's step peak beyond params and inputs" % a.steps)
+    print("%-9s %-40s %12s %9s %8s" % ("model", "method", "peak (B)", "step (s)", "extra"))
     for name in a.models.split(","):
         model, inputs = rc.build(name)
         params = list(model.parameters())
         graph = remat_torch.graph_of(model, inputs)
         resident = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
-        rows = []
-        pe, te = measure(model, params, inputs, a.steps)
-        sa = remat_torch.store_all_compile(model, inputs)
-        ps, ts = measure(sa, params, inputs, a.steps)
-        rows += [("eager PyTorch", pe, te, None), ("AOT default partition", ps, ts, None)]
-        mc = remat_torch.min_cut_compile(model, inputs)
-        pm, tm = measure(mc, params, inputs, a.steps)
-        rows.append(("AOT min-cut partitioner", pm, tm, tm / ts - 1))
-        undo = with_checkpoints(blocks_of(name, model))
-        try:
-            pc, tc = measure(model, params, inputs, a.steps)
-        finally:
-            undo()
-        rows.append(("checkpoint every block", pc, tc, tc / te - 1))
-        for label, peak in (("min-cut", pm), ("checkpoint", pc)):
+        blocks = blocks_of(name, model)
+
+        def checkpointed(*args):
+            undo = with_checkpoints(blocks)
             try:
-                step = remat_torch.compile(model, inputs, budget=resident + peak, remat=a.remat)
-                pr, tr = measure(step, params, inputs, a.steps)
-                rows.append(("remat at %s's peak (%s)" % (label, step.remat_report["chosen"]), pr, tr, tr / ts - 1))
+                return model(*args)
+            finally:
+                undo()
+        # (label, step, baseline label)
+        methods = [("eager PyTorch", model, None),
+                   ("AOT default partition", remat_torch.store_all_compile(model, inputs), None),
+                   ("AOT min-cut partitioner", remat_torch.min_cut_compile(model, inputs), "AOT default partition"),
+                   ("checkpoint every block", checkpointed, "eager PyTorch")]
+        peaks = {m[0]: peak_of(m[1], params, inputs) for m in methods}
+        failed = []
+        for label, peer in (("min-cut", "AOT min-cut partitioner"), ("checkpoint", "checkpoint every block")):
+            try:
+                st = remat_torch.compile(model, inputs, budget=resident + peaks[peer], remat=a.remat)
             except RuntimeError as e:
-                rows.append(("remat at %s's peak: %s" % (label, str(e).split(": build/")[0][:60]), 0, 0, None))
-        for label, peak, t, extra in rows:
-            print("%-9s %-34s %12d %9.3f %8s" % (name, label, peak, t, "" if extra is None else "%+.1f%%" % (
-                100 * extra)))
+                failed.append("remat at %s's peak: %s" % (label, str(e).split(": build/")[0][13:]))
+                continue
+            lab = "remat at %s's peak (%s)" % (label, st.remat_report["chosen"])
+            methods.append((lab, st, "AOT default partition"))
+            peaks[lab] = peak_of(st, params, inputs)
+        times = {m[0]: [] for m in methods}
+        for _ in range(a.steps):
+            for label, st, _ in methods:
+                times[label].append(timed_step(st, params, inputs))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        for label, _, base in methods:
+            extra = "" if base is None else "%+.1f%%" % (100 * (med[label] / med[base] - 1))
+            print("%-9s %-40s %12d %9.3f %8s" % (name, label, peaks[label], med[label], extra))
+        for f in failed:
+            print("%-9s %s" % (name, f))
         sys.stdout.flush()
-    return rc_
+    return 0
 
 
 if __name__ == "__main__":
