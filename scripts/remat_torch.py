@@ -262,6 +262,19 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
     read_ids = {tid[v] for v in read if v in tid}
     for d in ops:
         d["saves"] = []
+    alias = {d["id"]: d["alias_of"] for d in ops if "alias_of" in d}
+
+    def root_of(t):
+        while t in alias:
+            t = alias[t]
+        return t
+    index = {d["id"]: i for i, d in enumerate(ops)}
+    family = {}    # storage root -> the non-view ops reading it or any view of it
+    for d in ops:
+        if "alias_of" in d:
+            continue
+        for i in dict.fromkeys(d["inputs"]):
+            family.setdefault(root_of(i), []).append(d)
     for v in sorted(read_ids):
         if kinds.get(v) is not None or v not in producer:
             continue  # params and inputs are resident anyway
@@ -269,7 +282,11 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
         outs = [o["id"] for o in p.get("outputs", [])]
         owners = []
         if "alias_of" in p:
-            owners = [p]
+            # A view the backward reads (a transpose of a saved q, made after the forward): it lives until
+            # the latest backward step of an op that reads its storage (the earliest such op in forward
+            # order), not just until its own view op's (early) backward step.
+            fam = family.get(root_of(v), [])
+            owners = [min(fam, key=lambda d: index[d["id"]])] if fam else [p]
         elif p["op"] in SAVES_OUTPUT or (outs and outs.index(v) > 0 if v in outs else False):
             owners = [p]
         else:
@@ -310,7 +327,10 @@ def saved_values_for(joint, keep, tid_of, graph):
         while t in alias:
             t = alias[t]
         return t
-    held = {root(k) for k in keep}
+    # remat's default policy always keeps what cannot be recomputed (dropout's random draw), listed in the
+    # plan's keep set or not: recomputing it would draw another mask.
+    fixed = [o["id"] for d in graph["ops"] if d.get("recomputable") is False for o in d.get("outputs", [d])]
+    held = {root(k) for k in list(keep) + fixed}
     saved, seen = [], set()
 
     def need(v):
