@@ -32,13 +32,19 @@ extern "C" {
  * sharing a byte), which is never below the logical peak. */
 typedef enum { REMAT_BUDGET_MODE_LOGICAL, REMAT_BUDGET_MODE_ARENA } remat_budget_mode;
 
+/* sqrtn, chen-greedy: which reading of Chen et al. 2016 (src/plan/segments.c
+ * names the sections): REMAT's best of the paper's segmenting and its own
+ * variations, or the PAPER's alone, as Checkmate implements it. */
+typedef enum { REMAT_CHEN_REMAT, REMAT_CHEN_PAPER } remat_chen_reading;
+
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
     remat_budget_kind budget_kind; /* NONE: the strategy's unconstrained choice */
     uint64_t budget;               /* bytes */
     remat_exec_extras extras;      /* persistent state from the ledger */
     int linearized;                /* sqrtn, chen-greedy: cut anywhere, keeping every tensor live across the cut */
-    uint32_t segments;             /* sqrtn: number of segments (0 = about sqrt(ops)) */
+    uint32_t segments;             /* sqrtn: number of segments of remat's placement (0 = about sqrt(ops)) */
+    remat_chen_reading chen_reading; /* sqrtn, chen-greedy: REMAT (default) or PAPER */
     uint64_t dp_step;              /* chain-dp: memory discretization in bytes (0 = automatic) */
     uint32_t dp_slots;             /* chain-dp: number of memory slots when dp_step is 0 (0 = default) */
     double time_limit;             /* exact: seconds (0 = default) */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER, OPT_DTR_SCORE,
-       OPT_BUDGET_MODE /* issue 11 */ };
+       OPT_BUDGET_MODE /* issue 11 */, OPT_READING /* issue 15 */ };
 
 static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out)
 {
@@ -64,6 +64,14 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
             return remat_cli_usage_error(cmd, "--dtr-score: '%s' is not one of h_dtr, eq, local, best", arg);
         o->dtr_score = arg;
         return REMAT_EXIT_OK;
+    case OPT_READING: /* issue 15: Chen's method as the paper states it, or remat's best reading */
+        if (strcmp(arg, "remat") == 0)
+            o->chen_reading = REMAT_CHEN_REMAT;
+        else if (strcmp(arg, "paper") == 0)
+            o->chen_reading = REMAT_CHEN_PAPER;
+        else
+            return remat_cli_usage_error(cmd, "--reading: '%s' is not one of remat, paper", arg);
+        return REMAT_EXIT_OK;
     case OPT_BUDGET_MODE: /* issue 11: what the budget caps, the logical peak or the static arena */
         if (strcmp(arg, "logical") == 0)
             o->budget_mode = REMAT_BUDGET_MODE_LOGICAL;
@@ -87,7 +95,8 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     {"time-limit", required_argument, NULL, OPT_TIME},                  \
     {"never-recompute", required_argument, NULL, OPT_NEVER},            \
     {"dtr-score", required_argument, NULL, OPT_DTR_SCORE},              \
-    {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE}
+    {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE},          \
+    {"reading", required_argument, NULL, OPT_READING}
 
 int cmd_plan(int argc, char **argv)
 {

@@ -15,7 +15,8 @@ static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--linearized] [--segments N] [--dp-step B] "
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--linearized] [--reading remat|paper] "
+     "[--segments N] [--dp-step B] "
      "[--dp-slots N] [--time-limit S] [--never-recompute OPS] [-o PLAN] [--json]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
