@@ -176,6 +176,8 @@ typedef struct {
     remat_planner *P;
     const cut_set *c;
     int paper_only;
+    int only_rule;  /* judge only `rule` */
+    keep_rule rule;
     uint8_t *keep, *best_keep;
     uint32_t *pre;
     remat_eval best;
@@ -214,8 +216,8 @@ static remat_status try_cuts(search *s, const uint8_t *chosen, uint32_t n_cuts, 
     const remat_graph *g = s->P->a->g;
     keep_rule rules[4];
     int nr = 0;
-    rules[nr++] = (keep_rule){.keep_last = 1, .frontier = 0}; /* the paper's */
-    if (!s->paper_only) {
+    rules[nr++] = s->only_rule ? s->rule : (keep_rule){.keep_last = 1, .frontier = 0}; /* the paper's */
+    if (!s->paper_only && !s->only_rule) {
         rules[nr++] = (keep_rule){.keep_last = 0, .frontier = 0};
         if (s->c->linearized) {
             rules[nr++] = (keep_rule){.keep_last = 1, .frontier = 1};
@@ -303,10 +305,20 @@ remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out)
     uint32_t k = P->o->segments ? P->o->segments : (uint32_t)ceil(sqrt((double)g->n_ops));
     if (k < 1)
         k = 1;
-    if (st == REMAT_OK)
-        st = try_cuts(&s, chosen, sqrtn_paper(&c, chosen), 0, 0);
-    if (st == REMAT_OK && !s.paper_only)
+    if (st == REMAT_OK && !s.paper_only && P->o->budget_kind == REMAT_BUDGET_NONE) {
+        /* No budget, nothing to choose by: remat's reading is its own
+         * fixed rule, ceil(sqrt(ops)) segments spread by position, every
+         * segment (the last too) replayed, linearized cuts keeping the
+         * frontier. */
+        s.only_rule = 1;
+        s.rule = (keep_rule){.keep_last = 0, .frontier = c.linearized};
         st = try_cuts(&s, chosen, sqrtn_spread(P->a, &c, k, chosen), 1, 0);
+    } else {
+        if (st == REMAT_OK)
+            st = try_cuts(&s, chosen, sqrtn_paper(&c, chosen), 0, 0);
+        if (st == REMAT_OK && !s.paper_only)
+            st = try_cuts(&s, chosen, sqrtn_spread(P->a, &c, k, chosen), 1, 0);
+    }
     if (st == REMAT_OK) {
         memcpy(out->keep, s.best_keep, g->n_tensors);
         st = remat__plan_params(P, out,
