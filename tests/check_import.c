@@ -269,6 +269,43 @@ START_TEST(import_should_match_backward_nodes_by_layout_without_names)
 }
 END_TEST
 
+/* One BWD step can carry several gradient nodes whose reads overlap: d
+ * reads a, b and c, and the gradient nodes of a, b and c (carried by d,
+ * their one consumer) each read a, b, c and d (as with dfgraph_from_keras's
+ * input_dep). d's saves name each value once, and its bwd_flops is the sum
+ * of the three costs. */
+START_TEST(import_should_read_each_value_once_when_one_step_carries_several_gradient_nodes)
+{
+    const char *json = "{\"nodes\": ["
+                       "{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 1, \"name\": \"b\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 2, \"name\": \"c\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 3, \"name\": \"d\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 4, \"name\": \"Loss\", \"backward\": true, \"cost_cpu\": 0, \"cost_ram\": 4},"
+                       "{\"id\": 5, \"name\": \"d_backward\", \"backward\": true, \"cost_cpu\": 2, \"cost_ram\": 8},"
+                       "{\"id\": 6, \"name\": \"c_backward\", \"backward\": true, \"cost_cpu\": 3, \"cost_ram\": 8},"
+                       "{\"id\": 7, \"name\": \"b_backward\", \"backward\": true, \"cost_cpu\": 5, \"cost_ram\": 8},"
+                       "{\"id\": 8, \"name\": \"a_backward\", \"backward\": true, \"cost_cpu\": 7, \"cost_ram\": 8}],"
+                       " \"links\": [{\"source\": 0, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                       " {\"source\": 2, \"target\": 3}, {\"source\": 3, \"target\": 4}, {\"source\": 4, \"target\": 5},"
+                       " {\"source\": 3, \"target\": 5},"
+                       " {\"source\": 5, \"target\": 6}, {\"source\": 5, \"target\": 7}, {\"source\": 5, \"target\": 8},"
+                       " {\"source\": 0, \"target\": 6}, {\"source\": 1, \"target\": 6}, {\"source\": 2, \"target\": 6},"
+                       " {\"source\": 3, \"target\": 6}, {\"source\": 0, \"target\": 7}, {\"source\": 1, \"target\": 7},"
+                       " {\"source\": 2, \"target\": 7}, {\"source\": 3, \"target\": 7}, {\"source\": 0, \"target\": 8},"
+                       " {\"source\": 1, \"target\": 8}, {\"source\": 2, \"target\": 8}, {\"source\": 3, \"target\": 8}]}";
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_text(json, &g, &sum);
+    check_op(g, "d", "a,b,c", 8, 1, 15, "a,b,c,d");
+    check_op(g, "Loss", "d", 4, 0, 2, "d,Loss");
+    check_op(g, "a", "input", 8, 1, 0, "");
+    ck_assert_uint_eq(sum.saves, 6);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(import_should_take_string_ids_and_keep_shared_names_apart)
 {
     /* Two forward nodes named "x": the second becomes "x#b"; a forward node
@@ -467,6 +504,7 @@ Suite *import_suite(void)
     tcase_add_test(tc, import_should_map_the_networkx_residual_graph);
     tcase_add_test(tc, import_should_map_a_tensor_read_by_two_layers);
     tcase_add_test(tc, import_should_match_backward_nodes_by_layout_without_names);
+    tcase_add_test(tc, import_should_read_each_value_once_when_one_step_carries_several_gradient_nodes);
     tcase_add_test(tc, import_should_take_string_ids_and_keep_shared_names_apart);
     tcase_add_test(tc, import_should_make_an_inference_graph_without_backward_nodes);
     tcase_add_test(tc, import_should_refuse_what_is_not_a_checkmate_graph);

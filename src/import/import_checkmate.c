@@ -515,7 +515,9 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
     uint32_t *carrier = remat__array(c->n, sizeof *carrier);
     uint32_t *reads = remat__array((size_t)c->n + 1, sizeof *reads);
     uint32_t *carried = remat__array((size_t)c->n + 1, sizeof *carried);
-    if (!ids || !carrier || !reads || !carried) {
+    uint32_t *mark = remat__calloc(c->n, sizeof *mark);
+    if (!ids || !carrier || !reads || !carried || !mark) {
+        remat__free(mark);
         remat__free(ids);
         remat__free(carrier);
         remat__free(reads);
@@ -582,8 +584,11 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
             }
             for (uint32_t k = 0; k < g->n_in; k++) {
                 uint32_t u = c->preds[g->in_off + k];
-                if (!c->nodes[u].backward || c->nodes[u].is_loss)
+                /* mark: each value once per op, so reads never outgrows n */
+                if ((!c->nodes[u].backward || c->nodes[u].is_loss) && mark[u] != v + 1) {
+                    mark[u] = v + 1;
                     reads[n_reads++] = u;
+                }
             }
         }
         if (!ok)
@@ -591,8 +596,7 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
         qsort(reads, n_reads, sizeof *reads, cmp_u32);
         uint32_t nb = 0;
         for (uint32_t k = 0; k < n_reads; k++)
-            if (k == 0 || reads[k] != reads[k - 1])
-                ids[nb++] = c->nodes[reads[k]].rid;
+            ids[nb++] = c->nodes[reads[k]].rid;
         if (!x->is_loss && x->bwd == NONE)
             sum->without_backward++;
         remat_buf_printf(b, ", \"bwd_flops\": %" PRIu64, bwd_flops);
@@ -630,6 +634,7 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
     remat__free(carrier);
     remat__free(reads);
     remat__free(carried);
+    remat__free(mark);
     return !ok ? 0 : b->failed ? nomem(c) : 1;
 }
 

@@ -280,7 +280,8 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
 }
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
+                                      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8",
+                                      "#393b79", "#637939", "#8c6d31", "#843c39"};
 
 char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg, size_t *len, remat_err *err)
 {
