@@ -406,8 +406,12 @@ static remat_status thresholds(remat_planner *P, const uint64_t *bytes, uint64_t
         if (!t)
             return remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
         t[k++] = 0;
-        for (int i = 0; i <= GREEDY_GRID; i++)
-            t[k++] = (uint64_t)((double)lo * pow((double)total / (double)lo, (double)i / GREEDY_GRID));
+        for (int i = 0; i <= GREEDY_GRID; i++) {
+            /* A double at or above 2^64 has no uint64_t value (the
+             * conversion would be undefined): such points saturate. */
+            double v = (double)lo * pow((double)total / (double)lo, (double)i / GREEDY_GRID);
+            t[k++] = v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+        }
     }
     qsort(t, k, sizeof *t, cmp_u64);
     size_t w = 0;
