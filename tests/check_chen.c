@@ -122,7 +122,7 @@ START_TEST(chen_should_segment_a_checkmate_chain_as_checkmate_does)
     remat_replay_result r;
     ck_assert_int_eq(plan(a, "sqrtn", 0, REMAT_CHEN_PAPER, 0, &p, &r), REMAT_OK);
     for (int i = 0; i < NL; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "l%d", i);
         int kept = i == 2 || i == 5 || i >= 8;
         ck_assert_msg(p.keep[t_tensor(g, id)] == kept, "l%d: keep %u", i, p.keep[t_tensor(g, id)]);

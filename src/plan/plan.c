@@ -18,7 +18,8 @@ static const struct {
      remat__strategy_auto},
     {{"store-all", "keep every activation (no recomputation): the baseline and the upper bound on memory"},
      remat__strategy_store_all},
-    {{"sqrtn", "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward"},
+    {{"sqrtn", "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward "
+               "(--reading paper: as the paper and Checkmate state it; default: the best of that and remat's variations)"},
      remat__strategy_sqrtn},
     {{"chen-greedy", "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold"},
      remat__strategy_chen_greedy},
