@@ -143,9 +143,11 @@ END_TEST
 /* The greedy's search, by brute force: every integer threshold from 0 to
  * the forward's bytes (each decides the same cuts as some value the
  * strategy tries, so none can do better), the greedy walked here
- * independently, each cut set kept as the paper does (the cuts' outputs
- * and the last segment) and replayed; the strategy's answer must have the
- * least extra FLOPs among those that fit, at each of several budgets. */
+ * independently in both directions (the paper's topological order, and
+ * from the loss back as Checkmate's solve_chen_greedy walks), each cut set
+ * kept as the paper does (the cuts' outputs and the last segment) and
+ * replayed; the strategy's answer must have the least extra FLOPs among
+ * those that fit, at each of several budgets. */
 START_TEST(chen_greedy_should_find_the_best_threshold)
 {
     remat_graph *g;
@@ -161,36 +163,41 @@ START_TEST(chen_greedy_should_find_the_best_threshold)
     ck_assert_ptr_nonnull(keep);
     for (int f = 4; f <= 9; f++) {
         uint64_t budget = peak * (uint64_t)f / 10;
-        uint64_t best = UINT64_MAX, prev_sig = UINT64_MAX;
-        for (uint64_t thr = 0; thr <= total; thr++) {
-            uint64_t acc = 0, sig = 0;
-            uint32_t last = UINT32_MAX;
-            memset(keep, 0, g->n_tensors);
-            for (uint32_t i = 0; i + 1 < n; i++) { /* candidates: after every op but the loss */
-                acc += bytes[i];
-                if (acc > thr) {
-                    keep[remat_op_outputs(g, &g->ops[a->order[i]])[0]] = 1;
-                    sig |= 1ull << i;
-                    last = i;
-                    acc = 0;
+        uint64_t best = UINT64_MAX;
+        for (int rev = 0; rev < 2; rev++) {
+            uint64_t prev_sig = UINT64_MAX;
+            for (uint64_t thr = 0; thr <= total; thr++) {
+                uint64_t acc = 0, sig = 0;
+                uint32_t last = UINT32_MAX;
+                memset(keep, 0, g->n_tensors);
+                /* candidates: after every op but the loss (position n - 1) */
+                for (uint32_t q = 0; q + 1 < n; q++) {
+                    uint32_t i = rev ? n - 2 - q : q;
+                    acc += bytes[i] + (rev && q == 0 ? bytes[n - 1] : 0);
+                    if (acc > thr) {
+                        keep[remat_op_outputs(g, &g->ops[a->order[i]])[0]] = 1;
+                        sig |= 1ull << i;
+                        last = last == UINT32_MAX || i > last ? i : last;
+                        acc = 0;
+                    }
                 }
+                if (sig == prev_sig)
+                    continue;
+                prev_sig = sig;
+                for (uint32_t i = last == UINT32_MAX ? 0 : last + 1; i < n; i++)
+                    keep[remat_op_outputs(g, &g->ops[a->order[i]])[0]] = 1;
+                remat_schedule s;
+                remat_schedule_init(&s);
+                remat_err err;
+                remat_err_init(&err);
+                ck_assert_int_eq(remat_schedule_from_keep(a, keep, &s, &err), REMAT_OK);
+                remat_replay_result r;
+                replay_valid(a, &s, NULL, &r);
+                if (r.activation_peak <= budget && r.flops_recompute < best)
+                    best = r.flops_recompute;
+                remat_replay_result_destroy(&r);
+                remat_schedule_destroy(&s);
             }
-            if (sig == prev_sig)
-                continue;
-            prev_sig = sig;
-            for (uint32_t i = last == UINT32_MAX ? 0 : last + 1; i < n; i++)
-                keep[remat_op_outputs(g, &g->ops[a->order[i]])[0]] = 1;
-            remat_schedule s;
-            remat_schedule_init(&s);
-            remat_err err;
-            remat_err_init(&err);
-            ck_assert_int_eq(remat_schedule_from_keep(a, keep, &s, &err), REMAT_OK);
-            remat_replay_result r;
-            replay_valid(a, &s, NULL, &r);
-            if (r.activation_peak <= budget && r.flops_recompute < best)
-                best = r.flops_recompute;
-            remat_replay_result_destroy(&r);
-            remat_schedule_destroy(&s);
         }
         remat_plan p;
         remat_replay_result r;

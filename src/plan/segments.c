@@ -21,7 +21,9 @@
  *     takes k = floor(sqrt(|C|)) over the candidate list C and keeps every
  *     k-th candidate (solve_chen_sqrtn); the greedy walks forward adding
  *     each op's output bytes and cuts at the first candidate where the sum
- *     passes B (solve_chen_greedy). A segment keeps only its cut's output
+ *     passes B (solve_chen_greedy), walked both in the paper's topological
+ *     order and from the loss back, the order Checkmate's walk really takes
+ *     (see greedy() below). A segment keeps only its cut's output
  *     (gen_s_matrix_fixed_checkpoints stripes just the checkpoint nodes;
  *     anything else a later op reads is rebuilt from resident values), and
  *     the last segment, whose backward starts as soon as its forward ends,
@@ -336,25 +338,47 @@ remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out)
     return st;
 }
 
-/* Chen's Algorithm 3: walk forward adding each op's output bytes; at a
- * candidate cut where the sum passes the threshold, cut and restart. */
+/* Chen's Algorithm 3: walk the ops adding each one's output bytes; at a
+ * candidate cut where the sum passes the threshold, cut and restart. The
+ * paper walks in topological order (reverse = 0). Checkmate's
+ * solve_chen_greedy walks DFGraph.topological_order_fwd, which toposorts
+ * the lists of successors and so yields the sinks first: it walks from the
+ * loss back to the input (reverse = 1), and on a chain of unequal layers
+ * that places other cuts (VGG16: keeping everything but the first layer is
+ * one of its outcomes, none of the forward walk's). */
 static uint32_t greedy(const remat_analysis *a, const cut_set *c, const uint64_t *bytes, uint64_t threshold,
-                       uint8_t *chosen)
+                       int reverse, uint8_t *chosen)
 {
     const remat_graph *g = a->g;
     uint64_t acc = 0;
-    uint32_t j = 0, n = 0;
+    uint32_t n = 0;
     memset(chosen, 0, c->n ? c->n : 1);
-    for (uint32_t i = 0; i < g->n_ops && j < c->n; i++) {
+    if (!reverse) {
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < g->n_ops && j < c->n; i++) {
+            acc += bytes[i];
+            if (c->pos[j] != i)
+                continue;
+            if (acc > threshold) {
+                chosen[j] = 1;
+                n++;
+                acc = 0;
+            }
+            j++;
+        }
+        return n;
+    }
+    uint32_t j = c->n;
+    for (uint32_t i = g->n_ops; i-- > 0 && j > 0;) {
         acc += bytes[i];
-        if (c->pos[j] != i)
+        if (c->pos[j - 1] != i)
             continue;
         if (acc > threshold) {
-            chosen[j] = 1;
+            chosen[j - 1] = 1;
             n++;
             acc = 0;
         }
-        j++;
+        j--;
     }
     return n;
 }
@@ -465,23 +489,25 @@ remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out)
         st = thresholds(P, bytes, &thr, &n_thr);
     }
     uint32_t distinct = 0;
-    for (size_t i = 0; st == REMAT_OK && i < n_thr; i++) {
-        uint32_t n = greedy(a, &c, bytes, thr[i], chosen);
-        /* Consecutive thresholds often give the same cuts: judged once. */
-        if (i > 0 && memcmp(chosen, prev, c.n ? c.n : 1) == 0)
-            continue;
-        memcpy(prev, chosen, c.n ? c.n : 1);
-        distinct++;
-        st = try_cuts(&s, chosen, n, 0, thr[i]);
-    }
+    for (int dir = 0; dir < (P->quick ? 1 : 2) && st == REMAT_OK; dir++)
+        for (size_t i = 0; st == REMAT_OK && i < n_thr; i++) {
+            uint32_t n = greedy(a, &c, bytes, thr[i], dir, chosen);
+            /* Consecutive thresholds often give the same cuts: judged once. */
+            if (i > 0 && memcmp(chosen, prev, c.n ? c.n : 1) == 0)
+                continue;
+            memcpy(prev, chosen, c.n ? c.n : 1);
+            distinct++;
+            st = try_cuts(&s, chosen, n, (uint32_t)dir, thr[i]);
+        }
     if (st == REMAT_OK) {
         memcpy(out->keep, s.best_keep, g->n_tensors);
         st = remat__plan_params(P, out,
                                 "{\"threshold_bytes\": %llu, \"cuts\": %u, \"variant\": \"%s\", \"reading\": \"%s\", "
-                                "\"segment_keeps\": \"%s\", \"last_segment\": \"%s\", \"thresholds_tried\": %u, "
-                                "\"threshold_search\": \"%s\", \"candidates_judged\": %u}",
+                                "\"walk\": \"%s\", \"segment_keeps\": \"%s\", \"last_segment\": \"%s\", "
+                                "\"thresholds_tried\": %u, \"threshold_search\": \"%s\", \"candidates_judged\": %u}",
                                 (unsigned long long)s.best_thr, s.best_cuts,
                                 c.linearized ? "linearized" : "articulation", s.paper_only ? "paper" : "remat",
+                                s.best_tag ? "from the loss (Checkmate's order)" : "forward (the paper's order)",
                                 rule_keeps(&c, s.best_rule), rule_last(s.best_rule), distinct,
                                 g->n_ops <= GREEDY_EXACT_MAX && !P->quick ? "every sum of consecutive outputs"
                                                                           : "geometric grid",
