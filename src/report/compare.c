@@ -34,22 +34,27 @@ static void label(char *buf, size_t cap, const char *name, int lin, int paper)
     snprintf(buf, cap, "%s%s%s", name, paper ? "/paper" : "", lin ? "/linearized" : "");
 }
 
-/* The columns: every strategy but auto's internal duplicates, plus the
- * linearized and paper variants. auto comes last so it can be read against
- * the rest. */
+/* The columns: every strategy, plus the linearized and paper variants;
+ * auto (the strategy that runs the others) comes last so it can be read
+ * against the rest. */
 static size_t columns(column *cols, size_t cap)
 {
     size_t n = 0, k;
     const remat_strategy_info *s = remat_plan_strategies(&k);
     for (size_t i = 0; i < k && n < cap; i++) {
-        if (strcmp(s[i].name, "auto") == 0)
+        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
             continue;
-        int chen = strcmp(s[i].name, "sqrtn") == 0 || strcmp(s[i].name, "chen-greedy") == 0;
-        for (int v = 0; v < (chen ? 4 : 1) && n < cap; v++)
-            cols[n++] = (column){s[i].name, v & 1, v >> 1};
+        /* The linearized cuts and the paper's reading (issue 15) are
+         * variants of the strategies that read those options. */
+        int lin = (s[i].flags & REMAT_STRATEGY_LINEARIZED) ? 2 : 1;
+        int paper = (s[i].flags & REMAT_STRATEGY_PAPER) ? 2 : 1;
+        for (int p = 0; p < paper; p++)
+            for (int l = 0; l < lin && n < cap; l++)
+                cols[n++] = (column){s[i].name, l, p};
     }
-    if (n < cap)
-        cols[n++] = (column){"auto", 0, 0};
+    for (size_t i = 0; i < k && n < cap; i++)
+        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
+            cols[n++] = (column){s[i].name, 0, 0};
     return n;
 }
 

@@ -63,7 +63,7 @@ expect import_dtr_missing_file 3 "cannot open" -- "$REMAT" import dtr "$T/nope.l
 expect gen_transformer_dropout 0 "58 ops" -- sh -c "\"$REMAT\" gen transformer -s 16 -b 2 -h 32 -a 4 -L 3 --vocab 50 --dropout -o \"$T/td.json\" && \"$REMAT\" lifetimes \"$T/td.json\""
 # Chen's method in both readings on an imported Checkmate graph (issue 15):
 # the paper's names itself in the plan's params, compare shows both rows.
-expect import_sqrtn_paper 0 '"reading": "paper"' -- "$REMAT" plan "$T/res.json" --strategy sqrtn --linearized --reading paper --activation-budget 400
+expect import_sqrtn_paper 0 '"reading": "paper"' -- "$REMAT" plan "$T/res.json" --strategy sqrtn --linearized --chen-reading paper --activation-budget 400
 expect import_greedy_remat 0 '"reading": "remat"' -- "$REMAT" plan "$T/res.json" --strategy chen-greedy --linearized --activation-budget 400
 expect import_compare_paper 0 'chen-greedy/paper/linearized' -- "$REMAT" compare "$T/res.json" --activation-budget 400
-expect import_bad_reading 2 "--reading: 'checkmate' is not one of remat, paper" -- "$REMAT" plan "$T/res.json" --strategy sqrtn --reading checkmate
+expect import_bad_reading 2 "chen-reading: 'checkmate' is not one of remat, paper" -- "$REMAT" plan "$T/res.json" --strategy sqrtn --chen-reading checkmate
