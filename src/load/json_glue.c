@@ -11,11 +11,15 @@
  * spare, so a stream does not malloc and free a chunk per element.
  *
  * The state is thread-local because cJSON's hooks get no user pointer. The
- * hooks themselves are process-wide; installing them again is harmless.
+ * hooks themselves are process-wide, so they are installed exactly once
+ * (pthread_once): rewriting cJSON's globals on every parse, as this file
+ * once did, is a data race between two threads loading at the same time.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "json_glue.h"
 #include "../util/util_internal.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 typedef struct cj_chunk {
@@ -89,10 +93,17 @@ static void hook_free(void *p)
         remat__free(p);
 }
 
-void remat__json_hook(void)
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void install_hooks(void)
 {
     cJSON_Hooks hooks = {hook_malloc, hook_free};
     cJSON_InitHooks(&hooks);
+}
+
+void remat__json_hook(void)
+{
+    pthread_once(&hooks_once, install_hooks);
 }
 
 cJSON *remat__json_parse(const char *text, size_t len, const char **end)
@@ -124,11 +135,15 @@ remat_status remat__json_document(const char *text, size_t len, const char *sour
     if (!r && remat__json_alloc_failed())
         return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
     int line, col;
+    remat_err_loc loc;
     if (!r) {
-        if (len == 0)
-            return remat_err_set(err, REMAT_EPARSE, "%s: empty file, not JSON", source);
+        if (len == 0) {
+            remat_err_loc_make(&loc, source, NULL, 0, 0, NULL);
+            return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s: empty file, not JSON", source);
+        }
         remat__json_line_col(text, len, end ? end : text, &line, &col);
-        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
+        remat_err_loc_make(&loc, source, NULL, line, col, NULL);
+        return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s:%d:%d: not valid JSON near here", source, line, col);
     }
     /* Nothing but whitespace may follow the document. */
     const char *p = end ? end : text + len;
@@ -137,7 +152,9 @@ remat_status remat__json_document(const char *text, size_t len, const char *sour
     if (p < text + len && *p != '\0') {
         cJSON_Delete(r);
         remat__json_line_col(text, len, p, &line, &col);
-        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: unexpected text after the JSON value", source, line, col);
+        remat_err_loc_make(&loc, source, NULL, line, col, NULL);
+        return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s:%d:%d: unexpected text after the JSON value", source, line,
+                                col);
     }
     *root = r;
     return REMAT_OK;
@@ -150,8 +167,10 @@ remat_status remat__json_check_utf8(const char *text, size_t len, const char *so
         return REMAT_OK;
     int line, col;
     remat__json_line_col(text, len, text + bad, &line, &col);
-    return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: byte 0x%02x is not valid UTF-8 (JSON text must be UTF-8)",
-                         source, line, col, (unsigned)(unsigned char)text[bad]);
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, source, NULL, line, col, NULL);
+    return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s:%d:%d: byte 0x%02x is not valid UTF-8 (JSON text must be UTF-8)",
+                            source, line, col, (unsigned)(unsigned char)text[bad]);
 }
 
 void remat__json_line_col(const char *text, size_t len, const char *at, int *line, int *col)

@@ -13,7 +13,7 @@
 #include "plan_offsets.h"
 #include "remat/alloc.h"
 #include "remat/report.h"
-#include "remat/schedule.h"
+#include "remat/plan.h"
 #include "../exec/schedule_json.h"
 
 #include <inttypes.h>
@@ -53,7 +53,9 @@ static remat_status pfail(remat_err *err, const char *source, const char *path, 
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    return remat_err_set(err, REMAT_EPLAN, "%s: %s%s%s", source, path, *path ? ": " : "", detail);
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, source, path, 0, 0, NULL);
+    return remat_err_set_at(err, REMAT_EPLAN, &loc, "%s: %s%s%s", source, path, *path ? ": " : "", detail);
 }
 
 static char *dup_or_null(const char *s)
