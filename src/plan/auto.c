@@ -225,6 +225,45 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
     return fatal(st) ? st : REMAT_OK;
 }
 
+/* The certificate of the chosen plan: the proven lower bound (bound.c) and
+ * the gap, in FLOPs and in percentage points of the forward + backward
+ * FLOPs (the unit of overhead), "optimal" when it is zero. The chosen
+ * plan's extra FLOPs are its replayed ones (S->best). */
+static remat_status certificate(remat_planner *P, const auto_state *S, char *buf, size_t cap)
+{
+    uint64_t lb = 0;
+    int infeasible = 0;
+    remat_status st = remat__bound_extra(P, &lb, &infeasible);
+    if (st != REMAT_OK)
+        return st;
+    if (P->o->budget_kind == REMAT_BUDGET_NONE) {
+        snprintf(buf, cap, "\"lower_bound\": 0, \"gap\": \"optimal\", \"gap_pp\": 0");
+        return REMAT_OK;
+    }
+    if (infeasible || !remat__fits(P, &S->best)) {
+        snprintf(buf, cap, "\"lower_bound\": null, \"gap\": \"%s\"",
+                 infeasible ? "budget infeasible for the class" : "plan over budget");
+        return REMAT_OK;
+    }
+    uint64_t extra = S->best.extra_flops;
+    if (lb > extra) /* a bug in the bound or the replay: never claim it */
+        return remat_err_set(P->err, REMAT_EINTERNAL, "auto: lower bound %llu above the plan's %llu extra FLOPs",
+                             (unsigned long long)lb, (unsigned long long)extra);
+    /* Forward + backward FLOPs, as the replay counts them: every FWD, and
+     * the BWD steps of the analysis. */
+    double work = 0;
+    for (uint32_t i = 0; i < P->a->g->n_ops; i++)
+        work += (double)P->a->g->ops[i].flops;
+    for (uint32_t j = 0; j < P->a->n_bwd; j++)
+        work += (double)P->a->g->ops[P->a->bwd_order[j]].bwd_flops;
+    if (extra == lb)
+        snprintf(buf, cap, "\"lower_bound\": %llu, \"gap\": \"optimal\", \"gap_pp\": 0", (unsigned long long)lb);
+    else
+        snprintf(buf, cap, "\"lower_bound\": %llu, \"gap\": %.6f, \"gap_pp\": %.4f", (unsigned long long)lb,
+                 (double)(extra - lb) / (double)extra, work > 0 ? 100.0 * (double)(extra - lb) / work : 0.0);
+    return REMAT_OK;
+}
+
 remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
 {
     const remat_analysis *a = P->a;
@@ -289,6 +328,10 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         return st;
     if (!S.have)
         return remat_err_set(P->err, REMAT_EINTERNAL, "auto: no strategy produced a plan");
-    return remat__plan_params(P, out, "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"candidates\": [%s]}",
-                              S.chosen, S.flips, S.tried);
+    char cert[160];
+    if ((st = certificate(P, &S, cert, sizeof cert)) != REMAT_OK)
+        return st;
+    return remat__plan_params(P, out,
+                              "{\"chosen\": \"%s\", \"local_search_flips\": %u, %s, \"candidates\": [%s]}",
+                              S.chosen, S.flips, cert, S.tried);
 }

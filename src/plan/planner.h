@@ -69,6 +69,13 @@ remat_status remat__strategy_chain_dp(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_exact(remat_planner *P, remat_plan *out);
 remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out);
 
+/* A proven lower bound on the extra FLOPs of every schedule that runs the
+ * FWD and BWD steps in the analysis's order (any RECOMPUTE and FREE between
+ * them) within P's budget (bound.c). *infeasible = 1 (and *lb = UINT64_MAX)
+ * when no such schedule fits; no budget gives 0. O((ops + refs) log tensors)
+ * and one replay of the store-all schedule. */
+remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible);
+
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);
 /* Sets out->params_json from a printf format. */
