@@ -15,7 +15,7 @@
  * accounting says.
  */
 #include "test_util.h"
-#include "exec/numeric_internal.h"
+#include "train/numeric_internal.h"
 #include "util/hash.h"
 #include "util/util_internal.h"
 

@@ -23,7 +23,7 @@
  * turns into graph JSON, so every byte count is computed, not typed.
  */
 #include "test_util.h"
-#include "exec/engine.h"
+#include "train/engine.h"
 #include "util/util_internal.h"
 
 #include <math.h>

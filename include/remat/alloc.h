@@ -252,7 +252,7 @@ remat_status remat_alloc_verify(const remat_alloc_trace *t, const uint64_t *offs
 remat_status remat_alloc_arena(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                uint32_t mask, remat_replay_result *r, uint64_t *arena, remat_err *err);
 
-/* ---- reports (src/report/alloc_report.c, src/report/trace_addr_svg.c) ---- */
+/* ---- reports (src/alloc/alloc_report.c, src/alloc/alloc_svg.c) ---- */
 
 /* The address space over time as SVG: one rectangle per interval, x = the
  * instructions it spans (resident state from the left edge, what lives to

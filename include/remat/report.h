@@ -44,11 +44,6 @@ char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, s
 extern "C" {
 #endif
 
-/* The name of instruction i of s as a step: "fwd:h1", "recompute:h1",
- * "bwd:h1", "free:h1", "optimizer" (i == s->n names the implied optimizer
- * step). Writes into buf. */
-const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s, size_t i, char *buf, size_t cap);
-
 /* Replay summary. JSON (valid):
  *   {"valid": true, "graph", "instructions", "peak_bytes", "peak_step", "peak_index",
  *    "peak_by_category": {...}, "category_peaks": {...}, "sum_of_category_peaks",

@@ -52,6 +52,11 @@ const char *remat_instr_name(remat_instr_kind k);
 /* Writes an instruction as text ("BWD h3", "FREE a1", "OPT"). */
 const char *remat_instr_text(const remat_graph *g, remat_instr in, char *buf, size_t cap);
 
+/* The name of instruction i of s as a step: "fwd:h1", "recompute:h1",
+ * "bwd:h1", "free:h1", "optimizer" (i == s->n names the implied optimizer
+ * step). Writes into buf. */
+const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s, size_t i, char *buf, size_t cap);
+
 typedef enum { REMAT_BUDGET_NONE, REMAT_BUDGET_TOTAL, REMAT_BUDGET_ACTIVATION } remat_budget_kind;
 
 /* A plan: what a planner decided and the schedule that executes it. */

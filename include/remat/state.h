@@ -112,7 +112,7 @@ remat_status remat_model_state_load_json(const remat_graph *g, const char *text,
 remat_status remat_model_state_load_file(const remat_graph *g, const char *path, remat_model_state *s,
                                          remat_err *err);
 
-/* The state file text (src/report/state_format.c); the caller frees it
+/* The state file text (src/train/state_file.c); the caller frees it
  * with remat_free. NULL with REMAT_ENOMEM. O(state). */
 char *remat_model_state_format(const remat_graph *g, const remat_model_state *s, size_t *len, remat_err *err);
 

@@ -12,7 +12,7 @@
  *     (remat_exec_extras.optimizer_state), so the accounted peak is the
  *     peak of the whole step: params, gradients, optimizer state,
  *     activations, recomputed activations, activation gradients, workspace;
- *   - executes it on the engine that numeric replay uses (src/exec/engine.c):
+ *   - executes it on the engine that numeric replay uses (src/train/engine.c):
  *     one buffer per live storage, gradient and workspace, allocated and
  *     freed when the accounting says; params and optimizer state are the
  *     model state's own arrays and the inputs the batch's, counted as live

@@ -13,7 +13,7 @@
  *     forward use, else its birth. A base's free also covers its views,
  *     because a view keeps the base's storage alive.
  */
-#include "analyze_internal.h"
+#include "igraph_adapter.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * The op graph has one vertex per op and an edge producer -> consumer for
  * every input reference to an activation (duplicates are harmless here).
  */
-#include "analyze_internal.h"
+#include "igraph_adapter.h"
 #include "../util/util_internal.h"
 
 #include <igraph.h>

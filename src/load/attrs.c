@@ -3,7 +3,7 @@
  *
  * The loader keeps each op's attrs as re-serialized JSON text (they are
  * free-form, and most of remat never reads them). The executable kernels
- * (src/exec/kernels.c) need a few: layer norm's eps, a reduction's dims, a
+ * (src/train/kernels.c) need a few: layer norm's eps, a reduction's dims, a
  * transpose's dims, gelu's approximation. Reading them here keeps cJSON in
  * the load stage; each call parses the op's attrs text, which is short,
  * once per question, and only when a graph is prepared for execution.

@@ -16,7 +16,7 @@
  * replayed like any other and its peak reported as it is, feasible or not.
  */
 #include "planner.h"
-#include "../analyze/analyze_internal.h"
+#include "../analyze/igraph_adapter.h"
 #include "../util/util_internal.h"
 
 #include <string.h>

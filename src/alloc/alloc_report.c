@@ -274,28 +274,3 @@ char *remat_report_plan_offsets(const remat_analysis *a, const remat_alloc_trace
     remat_buf_puts(&b, "\n  ]}\n}\n");
     return remat_buf_finish(&b, len, err, "plan offsets");
 }
-
-char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,
-                                     const remat_exec_extras *extras, uint64_t *arena, size_t *len, remat_err *err)
-{
-    remat_alloc_trace t;
-    remat_static_result sp;
-    memset(&sp, 0, sizeof sp);
-    remat_status st = remat_alloc_trace_build(a, &p->schedule, extras, REMAT_ALLOC_ALL, &t, NULL, err);
-    if (st == REMAT_OK) {
-        remat_static_options o;
-        remat_static_options_init(&o);
-        o.stop_at_bound = 1; /* an arena at the bound cannot be beaten */
-        st = remat_alloc_static_plan(&t, &o, &sp, err);
-    }
-    char *text = NULL;
-    if (st == REMAT_OK)
-        text = remat_report_plan(a, p, r, len, err);
-    if (text)
-        text = remat_report_plan_offsets(a, &t, &sp, text, len, err);
-    if (text && arena)
-        *arena = sp.arena_bytes;
-    remat_static_result_destroy(&sp);
-    remat_alloc_trace_destroy(&t);
-    return text;
-}

@@ -20,7 +20,7 @@
  * tensor 'x42'".
  */
 #include "import_dtr_internal.h"
-#include "json_glue.h"
+#include "../load/json_glue.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  * types, optimizer defaults, and the arrays' create/copy/compare/destroy.
  *
  * Like schedule.c for plans, this is the data that the readers in
- * state_load.c fill, the trainer updates and the writer prints. Every
+ * state_file.c fill, the trainer updates and the writer prints. Every
  * array is a param's exact bytes, so "bit-identical" is memcmp.
  */
 #include "remat/state.h"

@@ -1,5 +1,5 @@
 /*
- * trace_addr_svg.c - the address space over time as SVG: every allocation
+ * alloc_svg.c - the address space over time as SVG: every allocation
  * a rectangle spanning the instructions it is alive (x) and its bytes at
  * its offset (y), coloured by category.
  *

@@ -1,8 +1,8 @@
 /*
- * schedule.c - instruction lists and plans as data.
+ * schedule.c - instruction lists as data.
  *
- * This lives with the loader because the plan-file reader builds these, and
- * the loader sits below the executor on the dependency ladder.
+ * The schedule is the executor's input, so it lives in exec, below the plan
+ * file reader (src/plan/plan_file.c) that builds one.
  */
 #include "remat/schedule.h"
 #include "../util/util_internal.h"
@@ -79,22 +79,4 @@ const char *remat_instr_text(const remat_graph *g, remat_instr in, char *buf, si
     }
     snprintf(buf, cap, "%s %s", remat_instr_name((remat_instr_kind)in.kind), name);
     return buf;
-}
-
-void remat_plan_init(remat_plan *p)
-{
-    memset(p, 0, sizeof *p);
-    remat_schedule_init(&p->schedule);
-}
-
-void remat_plan_destroy(remat_plan *p)
-{
-    if (!p)
-        return;
-    remat__free(p->graph_name);
-    remat__free(p->strategy);
-    remat__free(p->params_json);
-    remat__free(p->keep);
-    remat_schedule_destroy(&p->schedule);
-    remat_plan_init(p);
 }

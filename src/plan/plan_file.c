@@ -1,20 +1,43 @@
 /*
- * plan_load.c - plan files (format "remat-plan", version 1) to remat_plan.
+ * plan_file.c - the plan file (format "remat-plan", version 1): the plan
+ * type's lifetime, its reader and its writers (with and without the static
+ * offsets of remat/alloc.h).
  *
  * A plan names the graph it was made for by name and fingerprint; a plan for
  * another graph is refused with both names, because replaying it would
  * report numbers about a graph the user did not ask about. Instructions are
  * strings "KIND id" split at the first space, so ids may contain spaces.
  */
-#include "graph_store.h"
-#include "json_glue.h"
+#include "../load/graph_store.h"
+#include "../load/json_glue.h"
+#include "remat/alloc.h"
+#include "remat/report.h"
 #include "remat/schedule.h"
+#include "../exec/schedule_json.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void remat_plan_init(remat_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    remat_schedule_init(&p->schedule);
+}
+
+void remat_plan_destroy(remat_plan *p)
+{
+    if (!p)
+        return;
+    remat__free(p->graph_name);
+    remat__free(p->strategy);
+    remat__free(p->params_json);
+    remat__free(p->keep);
+    remat_schedule_destroy(&p->schedule);
+    remat_plan_init(p);
+}
 
 static remat_status pfail(remat_err *err, const char *source, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -226,4 +249,70 @@ remat_status remat_plan_load_file(const remat_graph *g, const char *path, remat_
     st = remat_plan_load_json(g, text, len, path, out, err);
     remat__free(text);
     return st;
+}
+
+char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
+                        remat_err *err)
+{
+    const remat_graph *g = a->g;
+    remat_buf b;
+    remat_buf_init(&b);
+    remat_buf_puts(&b, "{\"format\": \"remat-plan\", \"version\": 1,\n \"graph\": {\"name\": ");
+    remat_buf_json_str(&b, g->name);
+    remat_buf_printf(&b, ", \"fingerprint\": \"%016llx\"},\n \"strategy\": ", (unsigned long long)g->fingerprint);
+    remat_buf_json_str(&b, p->strategy ? p->strategy : "unknown");
+    remat_buf_printf(&b, ",\n \"params\": %s,\n \"budget\": ", p->params_json ? p->params_json : "{}");
+    if (p->budget_kind == REMAT_BUDGET_NONE)
+        remat_buf_puts(&b, "null");
+    else
+        remat_buf_printf(&b, "{\"kind\": \"%s\", \"bytes\": \"%llu\"}",
+                         p->budget_kind == REMAT_BUDGET_TOTAL ? "total" : "activation", (unsigned long long)p->budget);
+    if (r && r->valid) {
+        remat_buf_printf(&b, ",\n \"replayed\": {\"peak_bytes\": \"%llu\", \"peak_step\": ",
+                         (unsigned long long)r->peak_bytes);
+        remat__step_json(&b, g, &p->schedule, r->peak_index);
+        remat_buf_printf(&b, ", \"activation_peak_bytes\": \"%llu\", \"recompute_flops\": \"%llu\", \"overhead\": %.6f}",
+                         (unsigned long long)r->activation_peak, (unsigned long long)r->flops_recompute, remat__flops_overhead(r));
+    }
+    remat_buf_puts(&b, ",\n \"keep\": [");
+    int first = 1;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION || !p->keep || !p->keep[t])
+            continue;
+        remat_buf_puts(&b, first ? "" : ", ");
+        remat_buf_json_str(&b, g->tensors[t].id);
+        first = 0;
+    }
+    remat_buf_puts(&b, "],\n \"schedule\": [");
+    for (size_t i = 0; i < p->schedule.n; i++) {
+        remat_buf_puts(&b, i ? ",\n  " : "\n  ");
+        remat__instr_json(&b, g, p->schedule.ins[i]);
+    }
+    remat_buf_puts(&b, "\n ]\n}\n");
+    return remat_buf_finish(&b, len, err, "plan");
+}
+
+char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,
+                                     const remat_exec_extras *extras, uint64_t *arena, size_t *len, remat_err *err)
+{
+    remat_alloc_trace t;
+    remat_static_result sp;
+    memset(&sp, 0, sizeof sp);
+    remat_status st = remat_alloc_trace_build(a, &p->schedule, extras, REMAT_ALLOC_ALL, &t, NULL, err);
+    if (st == REMAT_OK) {
+        remat_static_options o;
+        remat_static_options_init(&o);
+        o.stop_at_bound = 1; /* an arena at the bound cannot be beaten */
+        st = remat_alloc_static_plan(&t, &o, &sp, err);
+    }
+    char *text = NULL;
+    if (st == REMAT_OK)
+        text = remat_report_plan(a, p, r, len, err);
+    if (text)
+        text = remat_report_plan_offsets(a, &t, &sp, text, len, err);
+    if (text && arena)
+        *arena = sp.arena_bytes;
+    remat_static_result_destroy(&sp);
+    remat_alloc_trace_destroy(&t);
+    return text;
 }

@@ -1,11 +1,11 @@
 /*
- * analyze_internal.h - the igraph adapter's interface.
+ * igraph_adapter.h - the igraph adapter's interface.
  *
  * Only src/analyze/igraph_adapter.c includes <igraph.h>. Everything else asks
  * it questions in terms of op indices and plain arrays.
  */
-#ifndef REMAT_ANALYZE_INTERNAL_H
-#define REMAT_ANALYZE_INTERNAL_H
+#ifndef REMAT_ANALYZE_IGRAPH_ADAPTER_H
+#define REMAT_ANALYZE_IGRAPH_ADAPTER_H
 
 #include "remat/analyze.h"
 

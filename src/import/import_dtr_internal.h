@@ -3,7 +3,7 @@
  * importer: import_dtr.c reads the log into tables of tensors, names, ops
  * and backward reads; import_dtr_map.c decides the roles (seed, loss,
  * params, backward steps), gives each backward instruction to a forward op
- * and writes the remat graph. Internal to src/load.
+ * and writes the remat graph. Internal to src/import.
  */
 #ifndef REMAT_LOAD_IMPORT_DTR_INTERNAL_H
 #define REMAT_LOAD_IMPORT_DTR_INTERNAL_H

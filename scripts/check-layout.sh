@@ -1,0 +1,110 @@
+#!/bin/sh
+# check-layout.sh - the ladder of src/README.md, checked.
+#
+# Usage: sh scripts/check-layout.sh [BUILD]   (BUILD: the build directory, default build)
+#
+# Two views of one rule, "a folder uses only the folders below it":
+#   1. includes: a src/F file includes its own folder's headers, public
+#      headers, and from another folder G only G's inner-interface headers,
+#      and only when F may use G;
+#   2. symbols (when BUILD/obj holds the objects): every symbol an object in
+#      src/F takes from another library folder G is defined in G with F
+#      allowed to use G, so a public declaration cannot hide an upward call.
+# It also refuses a source file over MAX_LINES lines (STYLE.md: split along a
+# seam that has a name). Prints every violation and exits 1 if there is one.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+MAX_LINES=${MAX_LINES:-850}
+
+# may FOLDER: the folders FOLDER may use, directly or through the ladder.
+may() {
+    case $1 in
+    util) echo "" ;;
+    load) echo "util" ;;
+    analyze) echo "util load" ;;
+    ledger) echo "util load" ;;
+    gen) echo "util" ;;
+    exec) echo "util load analyze" ;;
+    alloc) echo "util load analyze exec" ;;
+    plan) echo "util load analyze exec alloc" ;;
+    import) echo "util load analyze" ;;
+    train) echo "util load analyze ledger exec" ;;
+    report) echo "util load analyze ledger gen exec alloc plan import train" ;;
+    cli) echo "util load analyze ledger gen exec alloc plan import train report" ;;
+    *) echo "?" ;;
+    esac
+}
+
+# exported FOLDER: its inner-interface headers (everything else is private).
+exported() {
+    case $1 in
+    util) echo "util_internal.h hash.h" ;;
+    load) echo "json_glue.h graph_store.h" ;;
+    analyze) echo "igraph_adapter.h" ;;
+    exec) echo "builder.h schedule_json.h" ;;
+    *) echo "" ;;
+    esac
+}
+
+contains() { # contains WORD LIST...
+    w=$1
+    shift
+    for x in "$@"; do [ "$x" = "$w" ] && return 0; done
+    return 1
+}
+
+bad=0
+say() {
+    echo "layout: $*"
+    bad=1
+}
+
+for f in src/*/*.c src/*/*.h; do
+    dir=${f#src/}
+    dir=${dir%%/*}
+    [ "$(may "$dir")" = "?" ] && say "$f: folder src/$dir/ is not on the ladder (scripts/check-layout.sh, src/README.md)"
+    n=$(wc -l <"$f")
+    [ "$n" -gt "$MAX_LINES" ] && say "$f: $n lines (over $MAX_LINES: split it along a named seam)"
+    # Quoted includes only; "remat/..." and "remat.h" are the public headers.
+    grep -o '^#include "[^"]*"' "$f" | sed 's/^#include "//; s/"$//' | while read -r inc; do
+        case $inc in
+        remat.h | remat/*) continue ;;
+        ../*/*) g=${inc#../} ;;
+        */*) g=$inc ;;
+        *) continue ;; # own folder
+        esac
+        gdir=${g%%/*}
+        hdr=${g#*/}
+        [ "$gdir" = "$dir" ] && continue
+        # shellcheck disable=SC2046
+        if ! contains "$gdir" $(may "$dir"); then
+            echo "layout: $f includes $inc: src/$dir may not use src/$gdir"
+        elif ! contains "$hdr" $(exported "$gdir"); then
+            echo "layout: $f includes $inc: private to src/$gdir (its inner interface: $(exported "$gdir"))"
+        fi
+    done | grep . && bad=1
+done
+
+if [ -d "$BUILD/obj/src" ] && command -v nm >/dev/null 2>&1; then
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+    for c in src/*/*.c; do
+        o="$BUILD/obj/${c%.c}.o"
+        [ -f "$o" ] || continue
+        d=${c#src/}
+        d=${d%%/*}
+        nm -P --defined-only "$o" 2>/dev/null | awk -v d="$d" '$2 ~ /^[TDRBC]$/ {print $1, d}' >>"$T/defs"
+        nm -P -u "$o" 2>/dev/null | awk -v d="$d" -v c="$c" '{print $1, d, c}' >>"$T/uses"
+    done
+    LC_ALL=C sort -u "$T/defs" >"$T/defs.s"
+    LC_ALL=C sort "$T/uses" >"$T/uses.s"
+    LC_ALL=C join "$T/uses.s" "$T/defs.s" | while read -r sym user file owner; do
+        [ "$user" = "$owner" ] && continue
+        # shellcheck disable=SC2046
+        contains "$owner" $(may "$user") || echo "layout: $file uses $sym from src/$owner: src/$user may not use src/$owner"
+    done | sort -u | grep . && bad=1
+fi
+
+[ "$bad" -eq 0 ] && echo "layout: ok (src/README.md's ladder holds)"
+exit "$bad"
