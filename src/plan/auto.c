@@ -43,6 +43,8 @@ typedef struct {
  * 5 s at 10^5). exact runs last, from the best plan found (see
  * remat__strategy_auto). */
 #define HEAVY_MAX_OPS 5000
+#define CHAIN_DP_FULL_MAX_OPS 300
+#define CHAIN_DP_AUTO_SLOTS 64
 static const candidate monotone[] = {
     {"store-all", 0, 0},         {"sqrtn", 0, 0},  {"sqrtn", 1, 0},
     {"chen-greedy", 0, HEAVY_MAX_OPS}, {"chen-greedy", 1, HEAVY_MAX_OPS},
@@ -61,7 +63,7 @@ static uint32_t ladder_points(uint32_t n_ops)
  * small: above, one DTR run costs what the whole ladder may. */
 #define LADDER_DTR_MAX_OPS 300
 /* chen-greedy as a ladder start (its threshold grid, per point). */
-#define LADDER_CHEN_MAX_OPS 1000
+#define LADDER_CHEN_MAX_OPS 300
 /* Work of all local searches together, in replayed instructions: about
  * 0.15 s of replay on this project's reference machine whatever the size,
  * and never less than what two flips cost on the largest graphs. */
@@ -77,7 +79,7 @@ typedef struct {
     char tried[640];
     uint32_t flips;
     uint64_t ls_work;     /* instructions replayed by local searches so far */
-    uint64_t ls_evals, ls_skipped;
+    uint64_t ls_evals, ls_skipped, ls_replays;
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -150,31 +152,189 @@ static void mark_recomputed(const remat_graph *g, const remat_schedule *s, uint8
             rec[s->ins[i].arg] = 1;
 }
 
+/* The current plan's high-water mark (the budget's metric) at each FWD,
+ * from the one replay's observer, as a suffix maximum over forward
+ * positions: fwd_tail[i] = the most any FWD from position i on reaches. */
+typedef struct {
+    const remat_analysis *a;
+    remat_budget_kind kind;
+    uint64_t *fwd_tail;
+    uint32_t seen;
+} tail_obs;
+
+static int tail_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
+                     const uint64_t *hw_by_category)
+{
+    tail_obs *o = ctx;
+    (void)index;
+    (void)live_after;
+    if (in.kind != REMAT_I_FWD || o->seen >= o->a->g->n_ops)
+        return 0;
+    uint64_t m = high_water;
+    if (o->kind == REMAT_BUDGET_ACTIVATION) {
+        m = 0;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++)
+            if (remat_category_is_activation((remat_category)c))
+                m += hw_by_category[c];
+    }
+    o->fwd_tail[o->seen++] = m;
+    return 0;
+}
+
+static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint64_t *fwd_tail)
+{
+    const uint32_t n = Q->a->g->n_ops;
+    tail_obs o = {Q->a, Q->o->budget_kind, fwd_tail, 0};
+    remat_replay_observer obs = {&o, NULL, NULL, tail_step};
+    remat_replay_result r;
+    remat_err local;
+    remat_err_init(&local);
+    remat_status st = remat_replay(Q->a, s, &Q->o->extras, &obs, &r, &local);
+    if (st != REMAT_OK)
+        return remat_err_set(Q->err, st, "auto: %s", local.msg);
+    remat_replay_result_destroy(&r);
+    if (o.seen != n) /* not a plain schedule: no filter */
+        for (uint32_t i = 0; i < n; i++)
+            fwd_tail[i] = 0;
+    for (uint32_t i = n; i-- > 1;)
+        if (fwd_tail[i] > fwd_tail[i - 1])
+            fwd_tail[i - 1] = fwd_tail[i];
+    return REMAT_OK;
+}
+
+/* Whether keeping t (now recomputed) surely overflows the budget: after its
+ * last forward read the forward pass runs as before with t resident, so
+ * every later FWD's high-water mark grows by t's bytes. The exception, a
+ * kept input of t's producer that only t's recomputation holds in memory
+ * (it is then freed in forward instead), is not filtered. */
+static int keep_overflows(const remat_planner *Q, const uint8_t *keep, const uint64_t *fwd_tail, uint32_t t)
+{
+    const remat_analysis *a = Q->a;
+    const remat_graph *g = a->g;
+    const remat_tensor *T = &g->tensors[t];
+    if (T->storage != t || a->life[t].last_bwd_use == REMAT_NONE || a->is_output[t])
+        return 0;
+    uint32_t from = a->life[t].last_fwd_use == REMAT_NONE ? a->life[t].birth + 1 : a->life[t].last_fwd_use + 1;
+    if (from >= g->n_ops)
+        return 0;
+    const remat_op *op = &g->ops[T->producer];
+    const uint32_t *in = remat_op_inputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (g->tensors[in[i]].kind == REMAT_TENSOR_ACTIVATION && keep[in[i]] &&
+            a->life[in[i]].last_bwd_use == REMAT_NONE)
+            return 0;
+    return fwd_tail[from] > Q->o->budget || T->bytes > Q->o->budget - fwd_tail[from];
+}
+
+/* The extra FLOPs of a schedule: the FLOPs of its RECOMPUTE instructions,
+ * the sum the replay makes (DESIGN 5); tests/check_plan.c checks the two
+ * agree over many graphs and random keep sets. */
+static uint64_t schedule_extra_flops(const remat_graph *g, const remat_schedule *s)
+{
+    uint64_t f = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE)
+            f += g->ops[s->ins[i].arg].flops; /* the replay checks the total; this only compares */
+    return f;
+}
+
+/* Judges a flipped keep set against the current plan: builds its schedule
+ * (the default policy) and, when the current plan fits and the new
+ * schedule recomputes more FLOPs, stops there (*worse = 1: it cannot be
+ * better, since fitting plans are judged by FLOPs first); otherwise the
+ * one replay judges it (*worse = 0, e filled). */
+static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat_eval *cur, remat_eval *e, int *worse)
+{
+    remat_err local;
+    remat_err_init(&local);
+    memset(e, 0, sizeof *e);
+    *worse = 0;
+    remat_schedule_clear(&Q->scratch);
+    remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
+    if (st == REMAT_EINFEASIBLE) {
+        *worse = 1;
+        return REMAT_OK;
+    }
+    if (st != REMAT_OK)
+        return remat_err_set(Q->err, st, "%s", local.msg);
+    if (remat__fits(Q, cur) && schedule_extra_flops(Q->a->g, &Q->scratch) > cur->extra_flops) {
+        *worse = 1;
+        return REMAT_OK;
+    }
+    return remat__eval_schedule(Q, &Q->scratch, e);
+}
+
+/* order[] = tensor ids by their producer's FLOPs, descending, ties by id:
+ * a stable bottom-up merge sort (qsort has no context argument). */
+static void sort_by_flops(const remat_graph *g, uint32_t *order)
+{
+    const uint32_t n = g->n_tensors;
+    for (uint32_t t = 0; t < n; t++)
+        order[t] = t;
+    uint32_t *tmp = remat__array(n ? n : 1, sizeof *tmp);
+    if (!tmp)
+        return; /* id order: still every candidate */
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                uint32_t pi = g->tensors[order[i]].producer, pj = g->tensors[order[j]].producer;
+                uint64_t fi = pi == REMAT_NONE ? 0 : g->ops[pi].flops, fj = pj == REMAT_NONE ? 0 : g->ops[pj].flops;
+                tmp[k++] = fj > fi ? order[j++] : order[i++];
+            }
+            while (i < mid)
+                tmp[k++] = order[i++];
+            while (j < hi)
+                tmp[k++] = order[j++];
+        }
+        memcpy(order, tmp, (size_t)n * sizeof *order);
+    }
+    remat__free(tmp);
+}
+
 /* One activation at a time: recompute a kept one (to save memory), keep a
  * recomputed one (to save FLOPs); a flip stays when the replay of the new
  * keep set's schedule says it is better. Flips that cannot be better are
  * not replayed: once the plan fits, dropping a tensor whose producer the
  * schedule does not already recompute adds that producer's recomputation,
  * so it never lowers the extra FLOPs, and the order judges fitting plans by
- * FLOPs first. Bounded by S->ls_work against LOCAL_SEARCH_WORK. */
-static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips)
+ * FLOPs first. Stops when S->ls_work passes work_until. */
+static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips,
+                                 uint64_t work_until)
 {
     const remat_graph *g = Q->a->g;
     remat_status st = REMAT_OK;
     int improved = 1;
     *flips = 0;
     uint8_t *rec = remat__calloc(g->n_ops ? g->n_ops : 1, 1);
-    if (!rec)
+    uint64_t *tail = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tail);
+    if (!rec || !tail) {
+        remat__free(rec);
+        remat__free(tail);
         return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
-    /* The current plan's recomputed ops. */
+    }
+    /* Candidates by their producer's FLOPs, the most first: the flips
+     * that can save the most are tried while work remains. */
+    uint32_t *order = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *order);
+    if (!order) {
+        remat__free(rec);
+        remat__free(tail);
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    }
+    sort_by_flops(g, order);
+    /* The current plan's recomputed ops and forward profile. */
     remat_schedule_clear(&Q->scratch);
     remat_err local;
     remat_err_init(&local);
-    if (remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK)
+    if (remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
         mark_recomputed(g, &Q->scratch, rec);
+        st = forward_tail(Q, &Q->scratch, tail);
+    }
     while (improved && st == REMAT_OK) {
         improved = 0;
-        for (uint32_t t = 0; t < g->n_tensors && st == REMAT_OK; t++) {
+        for (uint32_t it = 0; it < g->n_tensors && st == REMAT_OK; it++) {
+            const uint32_t t = order[it];
             const remat_tensor *T = &g->tensors[t];
             if (T->kind != REMAT_TENSOR_ACTIVATION || !g->ops[T->producer].recomputable)
                 continue;
@@ -187,18 +347,26 @@ static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep,
                 S->ls_skipped++;
                 continue;
             }
-            if (S->ls_work > LOCAL_SEARCH_WORK)
+            if (!keep[t] && remat__fits(Q, cur) && Q->o->budget_kind != REMAT_BUDGET_NONE &&
+                keep_overflows(Q, keep, tail, t)) {
+                S->ls_skipped++;
+                continue;
+            }
+            if (S->ls_work > work_until)
                 goto out;
             keep[t] ^= 1;
             remat_eval e;
-            st = remat__eval_keep(Q, keep, &e);
-            S->ls_work += Q->scratch.n;
+            int worse = 0;
+            st = flip_eval(Q, keep, cur, &e, &worse);
+            S->ls_work += worse ? Q->scratch.n / 3 : Q->scratch.n;
             S->ls_evals++;
-            if (st == REMAT_OK && remat__better(Q, &e, cur)) {
+            S->ls_replays += !worse;
+            if (st == REMAT_OK && !worse && remat__better(Q, &e, cur)) {
                 *cur = e;
                 improved = 1;
                 (*flips)++;
                 mark_recomputed(g, &Q->scratch, rec);
+                st = forward_tail(Q, &Q->scratch, tail);
             } else {
                 keep[t] ^= 1;
             }
@@ -206,6 +374,8 @@ static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep,
     }
 out:
     remat__free(rec);
+    remat__free(tail);
+    remat__free(order);
     return st;
 }
 
@@ -251,14 +421,14 @@ static remat_status pool_build(remat_planner *Q, start_pool *sp)
  * the best fitting keep set among the pool, chen-greedy at b (graphs up to
  * LADDER_CHEN_MAX_OPS) and the previous point's result. Every result is
  * offered to S, judged by the real budget (a plan that fits b fits it). */
-static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp)
+static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp, int with_dtr, uint64_t work_until)
 {
     const remat_graph *g = Q->a->g;
     remat_status st;
     remat_plan cand;
     remat_eval e;
     int fk;
-    if (g->n_ops <= LADDER_DTR_MAX_OPS) {
+    if (with_dtr) {
         remat_plan_init(&cand);
         st = run_candidate(Q, "dtr", &cand, &e, &fk);
         if (st == REMAT_OK && remat__fits(Q, &e)) {
@@ -307,7 +477,10 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
         }
     }
     o->linearized = 0;
-    if (!have) {
+    /* Below every start's metric the search would spend its work looking
+     * for memory, which the strategies already minimize: it only lowers
+     * the FLOPs of a plan that fits. */
+    if (!have || !remat__fits(Q, &se)) {
         remat_plan_destroy(&chen);
         return REMAT_OK;
     }
@@ -321,7 +494,7 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     memcpy(keep, start, g->n_tensors);
     remat_plan_destroy(&chen);
     uint32_t flips = 0;
-    st = local_search(S, Q, keep, &se, &flips);
+    st = local_search(S, Q, keep, &se, &flips, work_until);
     if (st == REMAT_OK && remat__fits(Q, &se)) {
         remat_plan res;
         remat_plan_init(&res);
@@ -434,6 +607,13 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         if (monotone[i].max_ops && g->n_ops > monotone[i].max_ops)
             continue;
         sub.linearized = monotone[i].linearized;
+        /* chain-dp's default table (256 memory levels and more) costs 0.5 s
+         * at 10^3 ops; 64 levels cost a third and lost nothing measurable
+         * where chain-dp was auto's choice (make bench BENCH=auto). */
+        sub.dp_slots = P->o->dp_slots;
+        if (strcmp(monotone[i].strategy, "chain-dp") == 0 && !P->o->dp_slots && !P->o->dp_step &&
+            g->n_ops > CHAIN_DP_FULL_MAX_OPS)
+            sub.dp_slots = CHAIN_DP_AUTO_SLOTS;
         remat_plan cand;
         remat_plan_init(&cand);
         remat_eval e;
@@ -448,6 +628,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         remat_plan_destroy(&cand);
     }
     sub.linearized = 0;
+    sub.dp_slots = P->o->dp_slots;
     if (!fatal(st) && P->o->budget_kind != REMAT_BUDGET_NONE) {
         /* The ladder's scale: the store-all metric. */
         uint8_t *all = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
@@ -463,13 +644,18 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         }
         if (st == REMAT_OK)
             st = pool_build(&Q, &sp);
+        /* Point k may search until k/L of the work is spent: what lower
+         * points leave passes up, and no point's work depends on the
+         * budget (monotone, see the file comment). DTR runs at every
+         * fourth point of the 32-point ladder. */
         const uint32_t L = ladder_points(g->n_ops);
         for (uint32_t k = 1; k <= L && st == REMAT_OK && base.valid; k++) {
             uint64_t b = (uint64_t)((double)base.metric * k / L);
             if (b > P->o->budget)
                 break;
             sub.budget = b;
-            st = ladder_point(&S, &Q, &sp);
+            st = ladder_point(&S, &Q, &sp, g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0,
+                              LOCAL_SEARCH_WORK / L * k);
         }
         sub.budget = P->o->budget;
         pool_destroy(&sp);
@@ -487,7 +673,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         return st;
     return remat__plan_params(P, out,
                               "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"local_search_evaluations\": %llu, "
-                              "\"local_search_skipped\": %llu, %s, \"candidates\": [%s]}",
-                              S.chosen, S.flips, (unsigned long long)S.ls_evals, (unsigned long long)S.ls_skipped,
-                              cert, S.tried);
+                              "\"local_search_replays\": %llu, \"local_search_skipped\": %llu, %s, \"candidates\": [%s]}",
+                              S.chosen, S.flips, (unsigned long long)S.ls_evals, (unsigned long long)S.ls_replays,
+                              (unsigned long long)S.ls_skipped, cert, S.tried);
 }
