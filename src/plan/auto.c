@@ -226,18 +226,6 @@ static int keep_overflows(const remat_planner *Q, const uint8_t *keep, const uin
     return fwd_tail[from] > Q->o->budget || T->bytes > Q->o->budget - fwd_tail[from];
 }
 
-/* The extra FLOPs of a schedule: the FLOPs of its RECOMPUTE instructions,
- * the sum the replay makes (DESIGN 5); tests/check_plan.c checks the two
- * agree over many graphs and random keep sets. */
-static uint64_t schedule_extra_flops(const remat_graph *g, const remat_schedule *s)
-{
-    uint64_t f = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->ins[i].kind == REMAT_I_RECOMPUTE)
-            f += g->ops[s->ins[i].arg].flops; /* the replay checks the total; this only compares */
-    return f;
-}
-
 /* Judges a flipped keep set against the current plan: builds its schedule
  * (the default policy) and, when the current plan fits and the new
  * schedule recomputes more FLOPs, stops there (*worse = 1: it cannot be
@@ -257,7 +245,7 @@ static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat
     }
     if (st != REMAT_OK)
         return remat_err_set(Q->err, st, "%s", local.msg);
-    if (remat__fits(Q, cur) && schedule_extra_flops(Q->a->g, &Q->scratch) > cur->extra_flops) {
+    if (remat__fits(Q, cur) && remat__schedule_extra_flops(Q->a->g, &Q->scratch) > cur->extra_flops) {
         *worse = 1;
         return REMAT_OK;
     }

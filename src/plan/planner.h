@@ -35,6 +35,11 @@ remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval 
 /* Replays s. */
 remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, remat_eval *e);
 int remat__fits(const remat_planner *P, const remat_eval *e);
+/* The FLOPs of s's RECOMPUTE instructions (saturating): what the replay
+ * reports as extra FLOPs for a valid schedule, without replaying it, so a
+ * search can reject a candidate that recomputes more before judging its
+ * memory. O(instructions). tests/check_bound.c checks it against replays. */
+uint64_t remat__schedule_extra_flops(const remat_graph *g, const remat_schedule *s);
 /* 1 if x is preferable to y: fits when y does not; among fitting, fewer
  * extra FLOPs then lower metric; among non-fitting, lower metric. */
 int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y);
