@@ -66,8 +66,18 @@ static uint32_t ladder_points(uint32_t n_ops)
 #define LADDER_CHEN_MAX_OPS 300
 /* Work of all local searches together, in replayed instructions: about
  * 0.15 s of replay on this project's reference machine whatever the size,
- * and never less than what two flips cost on the largest graphs. */
+ * on graphs of up to LOCAL_SEARCH_FULL_OPS ops. */
 #define LOCAL_SEARCH_WORK 6000000ULL
+/* Above this size the work shrinks in proportion (every replay grows with
+ * the graph), but covers at least two flips. */
+#define LOCAL_SEARCH_FULL_OPS 2000
+
+static uint64_t search_work(const remat_graph *g, uint64_t schedule_len)
+{
+    uint64_t w = g->n_ops <= LOCAL_SEARCH_FULL_OPS ? LOCAL_SEARCH_WORK
+                                                   : LOCAL_SEARCH_WORK / g->n_ops * LOCAL_SEARCH_FULL_OPS;
+    return w > 2 * schedule_len ? w : 2 * schedule_len;
+}
 
 typedef struct {
     remat_planner *P;     /* the caller's: its budget judges the final choice */
@@ -383,11 +393,17 @@ static void pool_destroy(start_pool *sp)
         remat__free(sp->keep[i]);
 }
 
-static remat_status pool_build(remat_planner *Q, start_pool *sp)
+static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *have)
 {
     remat_plan_options *o = (remat_plan_options *)Q->o;
     remat_status st = REMAT_OK;
     for (size_t i = 0; i < POOL_N && !fatal(st); i++) {
+        if (have->keep[i]) { /* already run at the budget: its plan is the same */
+            sp->keep[i] = have->keep[i];
+            sp->e[i] = have->e[i];
+            have->keep[i] = NULL;
+            continue;
+        }
         remat_plan cand;
         remat_plan_init(&cand);
         remat_eval e;
@@ -591,6 +607,8 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     Q.o = &sub;
     remat_schedule_init(&Q.scratch);
     remat_status st = REMAT_OK;
+    start_pool pool_from_b;
+    memset(&pool_from_b, 0, sizeof pool_from_b);
     for (size_t i = 0; i < sizeof monotone / sizeof monotone[0] && !fatal(st); i++) {
         if (monotone[i].max_ops && g->n_ops > monotone[i].max_ops)
             continue;
@@ -611,6 +629,17 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         st = run_candidate(&Q, monotone[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK) {
             note_tried(&S, name);
+            /* The budget-free keep sets seed the ladder's pool. */
+            for (size_t j = 0; j < POOL_N; j++)
+                if (fk && cand.keep && !pool_from_b.keep[j] &&
+                    strcmp(pool_strategies[j].strategy, monotone[i].strategy) == 0 &&
+                    pool_strategies[j].linearized == monotone[i].linearized) {
+                    pool_from_b.keep[j] = remat__malloc(g->n_tensors ? g->n_tensors : 1);
+                    if (pool_from_b.keep[j]) {
+                        memcpy(pool_from_b.keep[j], cand.keep, g->n_tensors);
+                        pool_from_b.e[j] = e;
+                    }
+                }
             offer(&S, &cand, &e, name, fk, 0);
         }
         remat_plan_destroy(&cand);
@@ -630,8 +659,9 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             st = remat__eval_keep(&Q, all, &base);
             remat__free(all);
         }
+        const uint64_t work = st == REMAT_OK ? search_work(g, Q.scratch.n) : 0;
         if (st == REMAT_OK)
-            st = pool_build(&Q, &sp);
+            st = pool_build(&Q, &sp, &pool_from_b);
         /* Point k may search until k/L of the work is spent: what lower
          * points leave passes up, and no point's work depends on the
          * budget (monotone, see the file comment). DTR runs at every
@@ -642,12 +672,12 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             if (b > P->o->budget)
                 break;
             sub.budget = b;
-            st = ladder_point(&S, &Q, &sp, g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0,
-                              LOCAL_SEARCH_WORK / L * k);
+            st = ladder_point(&S, &Q, &sp, g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0, work / L * k);
         }
         sub.budget = P->o->budget;
         pool_destroy(&sp);
     }
+    pool_destroy(&pool_from_b);
     if (!fatal(st))
         st = run_exact(&S, &Q, &sub);
     P->evaluations += Q.evaluations;
