@@ -27,6 +27,7 @@
 #include "../util/util_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -90,6 +91,9 @@ typedef struct {
     uint32_t flips;
     uint64_t ls_work;     /* instructions replayed by local searches so far */
     uint64_t ls_evals, ls_skipped, ls_replays;
+    uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
+    int lb_infeasible; /* ... or: no schedule of the class fits */
+    char exact_note[128]; /* exact's verdict when it ran */
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -532,11 +536,8 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
  * plan's extra FLOPs are its replayed ones (S->best). */
 static remat_status certificate(remat_planner *P, const auto_state *S, char *buf, size_t cap)
 {
-    uint64_t lb = 0;
-    int infeasible = 0;
-    remat_status st = remat__bound_extra(P, &lb, &infeasible);
-    if (st != REMAT_OK)
-        return st;
+    const uint64_t lb = S->lb;
+    const int infeasible = S->lb_infeasible;
     if (P->o->budget_kind == REMAT_BUDGET_NONE) {
         snprintf(buf, cap, "\"lower_bound\": 0, \"gap\": \"optimal\", \"gap_pp\": 0");
         return REMAT_OK;
@@ -571,12 +572,15 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * graphs GLPK rarely proves anything within auto's time goal (README,
  * "How auto decides"). */
 #define EXACT_IN_AUTO_MAX_OPS 40
-#define EXACT_IN_AUTO_SECONDS 0.3
+#define EXACT_IN_AUTO_SECONDS 0.35
 
 static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_options *sub)
 {
     const remat_plan_options *o = S->P->o;
-    if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE)
+    if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact)
+        return REMAT_OK;
+    /* The incumbent meets the bound: optimal, nothing to prove. */
+    if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
         return REMAT_OK;
     sub->time_limit = o->time_limit > 0 && o->time_limit < EXACT_IN_AUTO_SECONDS ? o->time_limit
                                                                                : EXACT_IN_AUTO_SECONDS;
@@ -587,6 +591,16 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     remat_status st = run_candidate(Q, "exact", &cand, &e, &fk);
     if (st == REMAT_OK) {
         note_tried(S, "exact");
+        /* exact's own verdict for its class (a subclass of the bound's):
+         * status and bound, copied from its params. */
+        const char *ps = cand.params_json ? strstr(cand.params_json, "\"status\": \"") : NULL;
+        const char *pb = cand.params_json ? strstr(cand.params_json, "\"bound\": ") : NULL;
+        if (ps && pb) {
+            ps += 11;
+            size_t n = strcspn(ps, "\"");
+            snprintf(S->exact_note, sizeof S->exact_note, ", \"exact\": {\"status\": \"%.*s\", \"bound\": %llu}",
+                     (int)(n < 32 ? n : 32), ps, strtoull(pb + 9, NULL, 10));
+        }
         offer(S, &cand, &e, "exact", fk, 0);
     }
     remat_plan_destroy(&cand);
@@ -679,7 +693,13 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     }
     pool_destroy(&pool_from_b);
     if (!fatal(st))
+        st = remat__bound_extra(P, &S.lb, &S.lb_infeasible);
+    if (!fatal(st) && !S.lb_infeasible) {
+        Q.incumbent = S.have ? &out->schedule : NULL;
+        Q.known_bound = S.lb;
         st = run_exact(&S, &Q, &sub);
+        Q.incumbent = NULL;
+    }
     P->evaluations += Q.evaluations;
     remat_schedule_destroy(&Q.scratch);
     if (fatal(st))
@@ -691,7 +711,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         return st;
     return remat__plan_params(P, out,
                               "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"local_search_evaluations\": %llu, "
-                              "\"local_search_replays\": %llu, \"local_search_skipped\": %llu, %s, \"candidates\": [%s]}",
+                              "\"local_search_replays\": %llu, \"local_search_skipped\": %llu, %s%s, \"candidates\": [%s]}",
                               S.chosen, S.flips, (unsigned long long)S.ls_evals, (unsigned long long)S.ls_replays,
-                              (unsigned long long)S.ls_skipped, cert, S.tried);
+                              (unsigned long long)S.ls_skipped, cert, S.exact_note, S.tried);
 }

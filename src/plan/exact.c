@@ -61,6 +61,7 @@ typedef struct {
     int finished;   /* branch and bound ran to the end */
     int have_sol;
     int warm_given, warm_accepted;
+    int warm_checked; /* the pool's best passed the row check and went to the solver */
     double obj, bound; /* model units; bound = -inf until known */
     double seconds;
     double deadline;
@@ -271,6 +272,7 @@ static remat_status solve_model(remat_planner *P, exact_model *M, exact_pool *po
         /* GLPK takes a heuristic solution without checking its rows: check
          * (the pool's best may come from a solve at another budget). */
         const double *warm = pool->have && remat__exact_max_violation(M, pool->x) <= 1e-7 ? pool->x : NULL;
+        r->warm_checked = warm != NULL;
         if (st == REMAT_OK && r->lp_done && !r->infeasible && remat__exact_now() < deadline)
             session_mip(&S, warm, deadline, sol);
         session_close(&S);
@@ -431,16 +433,37 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     int full = M.fwd_recompute, solved = vars <= EXACT_SOLVE_COLS;
     double fscale = M.fscale, solve_seconds = 0;
     const char *warm_state = "none";
-    if (st == REMAT_OK)
+    /* Warm start (issue 20): the caller's incumbent first (auto's best
+     * plan), and the best proven bound: the fixed-order class contains the
+     * program's, so its bound holds here too, and an incumbent that meets it
+     * needs no solver. */
+    uint64_t known = P->known_bound;
+    int known_infeasible = 0;
+    if (st == REMAT_OK && P->incumbent)
+        st = remat__exact_offer(P, &M, &pool, P->incumbent, "incumbent", NULL);
+    if (st == REMAT_OK && !known) {
+        uint64_t kb = 0;
+        st = remat__bound_extra(P, &kb, &known_infeasible);
+        known = known_infeasible ? 0 : kb;
+    }
+    int closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
+    if (st == REMAT_OK && !closed)
         st = remat__exact_greedy(P, &M, &pool, t0 + 0.15 * limit);
-    if (st == REMAT_OK)
+    if (st == REMAT_OK && !closed)
         st = remat__exact_strategies(P, &M, &pool, t0 + 0.25 * limit);
-    if (st == REMAT_OK && solved) {
+    closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
+    if (closed)
+        warm_state = "closed by the bound: no solve";
+    if (st == REMAT_OK && solved && !closed) {
         /* Without a fitting plan yet, keep time to find the smallest budget
          * in case this one is infeasible. */
         st = solve_model(P, &M, &pool, pool.have ? deadline : t0 + 0.7 * limit, 1, &r0);
         solve_seconds += r0.seconds;
-        warm_state = r0.warm_given ? (r0.warm_accepted ? "accepted" : "not better") : pool.have ? "unused" : "none";
+        warm_state = r0.warm_given      ? (r0.warm_accepted ? "accepted" : "not better")
+                     : !pool.have       ? "none"
+                     : !r0.warm_checked ? "rejected: outside the program's rows"
+                     : r0.finished      ? "unused: solved before branching"
+                                        : "unused: stopped before branching";
         /* Over the budget by the solver's tolerance: lower the budget by the
          * overshoot and solve again (same columns), while time remains. */
         uint64_t budget = o->budget;
@@ -486,6 +509,8 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
                      : r0.finished && r0.have_sol && remat__fits(P, &r0.milp_e) ? objective
                      : r0.finished || r0.lp_done                                ? round_up_bound(r0.bound * fscale)
                                                                                 : 0;
+    if (!outside && known > bound)
+        bound = known;
     if (bound > objective)
         bound = objective; /* the solver's tolerances */
     double gap = objective ? (double)(objective - bound) / (double)objective : 0.0;
@@ -500,15 +525,16 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
             "{\"status\": \"%s\", \"objective\": %llu, \"bound\": %llu, \"gap\": %.6g, \"class\": \"%s\", "
             "\"variables\": %u, \"integer_variables\": %u, \"constraints\": %u, \"nonzeros\": %zu, \"stages\": %u, "
             "\"solve_seconds\": %.3f, \"seconds\": %.3f, \"time_limit\": %g, \"solver\": \"%s\", \"source\": \"%s\", "
-            "\"warm_start\": \"%s\", \"candidates\": %llu, \"resolves\": %u}",
+            "\"warm_start\": \"%s\", \"known_bound\": %llu, \"candidates\": %llu, \"resolves\": %u}",
             status, (unsigned long long)objective, (unsigned long long)bound, gap,
             full ? "full" : "no forward recompute", vars, ints, rows, nnz, g->n_ops + P->a->n_bwd, solve_seconds,
             remat__exact_now() - t0, limit,
-            !solved       ? "skipped: program too large"
+            closed        ? "not run: the incumbent meets the bound"
+            : !solved     ? "skipped: program too large"
             : r0.finished ? "finished"
             : r0.lp_done  ? "stopped in branch and bound"
                           : "stopped in the LP relaxation",
-            pool.source, warm_state, (unsigned long long)pool.offers, resolves);
+            pool.source, warm_state, (unsigned long long)known, (unsigned long long)pool.offers, resolves);
     }
     remat__exact_pool_destroy(&pool);
     return st;

@@ -286,17 +286,21 @@ remat_status remat__exact_round(remat_planner *P, exact_model *M, exact_pool *po
 
 remat_status remat__exact_strategies(remat_planner *P, exact_model *M, exact_pool *pool, double until)
 {
-    /* Not auto (it runs exact) nor mincut (it ignores budgets). */
-    static const char *const names[] = {"revolve", "chain-dp", "sqrtn", "chen-greedy", "dtr"};
+    /* Not mincut (it ignores budgets). auto, which runs every other
+     * strategy and its local search, is the incumbent's source: run here
+     * only when exact is not itself running inside auto (auto then hands
+     * its best plan over as P->incumbent), and told not to run exact. */
+    static const char *const names[] = {"auto", "revolve", "chain-dp", "sqrtn", "chen-greedy", "dtr"};
     remat_status st = REMAT_OK;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && st == REMAT_OK; i++) {
         remat_strategy_fn fn = remat__strategy_lookup(names[i]);
-        if (!fn || remat__exact_now() >= until)
+        if (!fn || remat__exact_now() >= until || (i == 0 && (P->incumbent || P->in_exact)))
             continue;
         remat_plan_options sub = *P->o;
         sub.strategy = names[i];
         remat_planner Q = *P;
         Q.o = &sub;
+        Q.in_exact = 1;
         remat_err local;
         remat_err_init(&local);
         Q.err = &local;

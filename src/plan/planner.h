@@ -15,6 +15,14 @@ typedef struct remat_planner {
     remat_err *err;
     remat_schedule scratch;
     uint64_t evaluations; /* replays run, for the plan's params */
+    /* auto -> exact (issue 20): the best plan any strategy found (NULL:
+     * none), which exact offers its solver as the first incumbent, and a
+     * proven lower bound on extra FLOPs for the fixed-order class (0: none;
+     * remat__bound_extra). in_exact: set while exact runs auto for its
+     * incumbent, so that auto does not run exact in turn. */
+    const remat_schedule *incumbent;
+    uint64_t known_bound;
+    int in_exact;
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total
