@@ -94,6 +94,7 @@ typedef struct {
     uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
     int lb_infeasible; /* ... or: no schedule of the class fits */
     char exact_note[128]; /* exact's verdict when it ran */
+    int class_optimal;    /* the class search ran: lb is the class optimum */
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -514,6 +515,8 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
         } else {
             memcpy(res.keep, keep, g->n_tensors);
             st = remat_schedule_from_keep(Q->a, keep, &res.schedule, &local);
+            if (st != REMAT_OK)
+                st = remat_err_set(Q->err, st, "auto: %s", local.msg);
         }
         remat_eval judged;
         if (st == REMAT_OK && (st = remat__eval_schedule(S->P, &res.schedule, &judged)) == REMAT_OK) {
@@ -528,6 +531,22 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     }
     remat__free(keep);
     return fatal(st) ? st : REMAT_OK;
+}
+
+/* A keep set that describes schedule s (plan files carry one beside every
+ * schedule; the schedule is what runs): every activation its schedule
+ * never recomputes. */
+static void keep_of(const remat_graph *g, const remat_schedule *s, uint8_t *keep)
+{
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        keep[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[s->ins[i].arg];
+            const uint32_t *out = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                keep[out[j]] = 0;
+        }
 }
 
 /* The certificate of the chosen plan: the proven lower bound (bound.c) and
@@ -564,6 +583,34 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
         snprintf(buf, cap, "\"lower_bound\": %llu, \"gap\": %.6f, \"gap_pp\": %.4f", (unsigned long long)lb,
                  (double)(extra - lb) / (double)extra, work > 0 ? 100.0 * (double)(extra - lb) / work : 0.0);
     return REMAT_OK;
+}
+
+/* On graphs small enough, the shortest-path search over the whole class
+ * (class_search.c): its schedule is a candidate, and once the replay
+ * confirms its figures, its optimum is the certificate's bound. */
+static remat_status run_class_search(auto_state *S, remat_planner *Q)
+{
+    remat_plan cand;
+    remat_plan_init(&cand);
+    uint64_t opt = 0;
+    int ran = 0;
+    remat_status st = remat__class_search(S->P, &cand.schedule, &opt, &ran);
+    if (st == REMAT_OK && ran && opt != UINT64_MAX && cand.schedule.n > 0) {
+        remat_eval e;
+        st = remat__eval_schedule(S->P, &cand.schedule, &e);
+        if (st == REMAT_OK && remat__fits(S->P, &e) && e.extra_flops == opt) {
+            note_tried(S, "class-search");
+            if (opt > S->lb)
+                S->lb = opt;
+            S->class_optimal = 1;
+            if ((st = remat__plan_alloc_keep(Q, &cand)) == REMAT_OK) {
+                keep_of(Q->a->g, &cand.schedule, cand.keep);
+                offer(S, &cand, &e, "class-search", 0, 0);
+            }
+        }
+    }
+    remat_plan_destroy(&cand);
+    return st;
 }
 
 /* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, with
@@ -694,7 +741,9 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     pool_destroy(&pool_from_b);
     if (!fatal(st))
         st = remat__bound_extra(P, &S.lb, &S.lb_infeasible);
-    if (!fatal(st) && !S.lb_infeasible) {
+    if (!fatal(st) && !S.lb_infeasible)
+        st = run_class_search(&S, &Q);
+    if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {
         Q.incumbent = S.have ? &out->schedule : NULL;
         Q.known_bound = S.lb;
         st = run_exact(&S, &Q, &sub);

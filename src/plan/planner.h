@@ -89,6 +89,14 @@ remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out);
  * and one replay of the store-all schedule. */
 remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible);
 
+/* The least extra FLOPs over every schedule of that class within P's
+ * budget, by a shortest-path search over (step, resident activations), and
+ * a schedule that reaches it (class_search.c). Runs only when
+ * (steps + 1) * 2^activations is at most 2^20 (*ran = 0 otherwise, and
+ * nothing else is touched); *opt = UINT64_MAX when no schedule of the
+ * class fits. The schedule is still to be replayed by the caller. */
+remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran);
+
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);
 /* Sets out->params_json from a printf format. */
