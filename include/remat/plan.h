@@ -7,6 +7,17 @@
  * cannot meet the budget yields REMAT_EINFEASIBLE with a message naming the
  * smallest budget that strategy meets.
  *
+ * Certificates (issue 20): an "auto" plan's params carry "lower_bound", a
+ * proven lower bound on the extra FLOPs of every schedule of the
+ * fixed-order class at the budget (every schedule that runs each FWD once
+ * in the analysis's forward order and each backward step once in its
+ * backward order, with any RECOMPUTE and FREE between them: every
+ * strategy's schedules are of this class), "gap" (relative to the plan's
+ * extra FLOPs; "optimal" when the plan meets the bound) and "gap_pp"
+ * (percentage points of forward + backward FLOPs). On graphs small enough
+ * for an exhaustive search of the class the bound is the class optimum;
+ * graphs/README.md ("The certificate") gives the argument and its limits.
+ *
  *     remat_plan_options o;
  *     remat_plan_options_init(&o);
  *     o.strategy = "sqrtn";
