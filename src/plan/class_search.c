@@ -24,7 +24,12 @@
  * is judged again by the one replay before anything is reported, and
  * tests/check_exact.c compares the optimum with an independent search.
  *
- * Size: (T + 1) * 2^activations states, run only up to CLASS_MAX_STATES.
+ * A state drops what no later step can need (read directly, or as an input
+ * of a recomputation of something read later): freeing it costs nothing
+ * and keeping it only costs memory, so the optimum is the same and far
+ * fewer states are reached; the reconstructed schedule writes those frees
+ * right after the step. Size: (T + 1) * 2^activations states, run only up
+ * to CLASS_MAX_STATES (4 x 10^6: about 60 MB and a second).
  */
 #include "planner.h"
 #include "../util/util_internal.h"
@@ -32,7 +37,7 @@
 #include <string.h>
 
 #define CLASS_MAX_ACT 20
-#define CLASS_MAX_STATES (1u << 20)
+#define CLASS_MAX_STATES (1u << 22)
 
 typedef struct {
     remat_budget_kind kind;
@@ -209,13 +214,16 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
     uint64_t *pre = remat__calloc((size_t)T + 1, sizeof *pre), *hw = remat__calloc((size_t)T + 1, sizeof *hw);
     uint32_t *in_m = remat__calloc(n ? n : 1, sizeof *in_m), *out_m = remat__calloc(n ? n : 1, sizeof *out_m);
     uint32_t *save_m = remat__calloc(n ? n : 1, sizeof *save_m);
+    uint32_t *need = remat__calloc(n_act ? n_act : 1, sizeof *need);
+    uint32_t *alive = remat__calloc((size_t)T + 1, sizeof *alive);
     node *nd = remat__array(N, sizeof *nd);
     uint8_t *done = remat__calloc(N, 1);
     heap h = {NULL, NULL, 0, 0};
     remat_status st = REMAT_OK;
     remat_schedule sa;
     remat_schedule_init(&sa);
-    if (!bit || !act || !smask || !sbytes || !mbytes || !pre || !hw || !in_m || !out_m || !save_m || !nd || !done) {
+    if (!bit || !act || !smask || !sbytes || !mbytes || !pre || !hw || !in_m || !out_m || !save_m || !need || !alive || !nd ||
+        !done) {
         st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
         goto done_;
     }
@@ -247,6 +255,39 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
         }
         mbytes[m] = b;
     }
+    /* need(v): the last step that may read v, directly or as an input of
+     * a recomputation of something read later (a view keeps its root). A
+     * state drops what no later step can need: freeing it costs nothing,
+     * and keeping it can only cost memory. */
+    for (uint32_t i = 0; i < n_act; i++) {
+        uint32_t v = act[i], ne = REMAT_NONE;
+        for (uint32_t j = a->cons_off[v]; j < a->cons_off[v + 1]; j++)
+            ne = remat__later_step(ne, a->pos[a->cons[j]]);
+        for (uint32_t j = a->saver_off[v]; j < a->saver_off[v + 1]; j++)
+            ne = remat__later_step(ne, a->bwd_step[a->savers[j]]);
+        need[i] = ne;
+    }
+    for (uint32_t q = n; q-- > 0;) {
+        const remat_op *op = &g->ops[a->order[q]];
+        const uint32_t *in = remat_op_inputs(g, op), *outs = remat_op_outputs(g, op);
+        uint32_t ne = REMAT_NONE;
+        for (uint32_t j = 0; j < op->n_out; j++)
+            if (g->tensors[outs[j]].kind == REMAT_TENSOR_ACTIVATION) {
+                uint32_t o = bit[outs[j]], r = g->tensors[outs[j]].storage;
+                ne = remat__later_step(ne, need[o]);
+                if (r != outs[j] && r != REMAT_NONE && g->tensors[r].kind == REMAT_TENSOR_ACTIVATION)
+                    need[bit[r]] = remat__later_step(need[bit[r]], need[o]);
+            }
+        if (!op->recomputable)
+            continue;
+        for (uint32_t i = 0; i < op->n_in; i++)
+            if (g->tensors[in[i]].kind == REMAT_TENSOR_ACTIVATION)
+                need[bit[in[i]]] = remat__later_step(need[bit[in[i]]], ne);
+    }
+    for (uint32_t p = 0; p <= T; p++)
+        for (uint32_t i = 0; i < n_act; i++)
+            if (need[i] != REMAT_NONE && need[i] >= p)
+                alive[p] |= 1u << i;
     for (uint32_t k = 0; k < n; k++) {
         const remat_op *op = &g->ops[k];
         in_m[k] = bits_of(g, bit, remat_op_inputs(g, op), op->n_in);
@@ -330,11 +371,11 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
             uint32_t k = a->order[p];
             uint32_t nm = mask | out_m[k];
             if (!(in_m[k] & ~mask) && hw[p] + mbytes[nm] <= budget)
-                RELAX((p + 1) * S + nm, 0, (uint32_t)REMAT_I_FWD << 24 | k);
+                RELAX((p + 1) * S + (nm & alive[p + 1]), 0, (uint32_t)REMAT_I_FWD << 24 | k);
         } else {
             uint32_t k = a->bwd_order[p - n];
             if (!(save_m[k] & ~mask) && hw[p] + mbytes[mask] <= budget)
-                RELAX((p + 1) * S + mask, 0, (uint32_t)REMAT_I_BWD << 24 | k);
+                RELAX((p + 1) * S + (mask & alive[p + 1]), 0, (uint32_t)REMAT_I_BWD << 24 | k);
         }
 #undef RELAX
     }
@@ -353,9 +394,28 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
         for (size_t v = goal; v != 0; v = nd[v].prev)
             path[--i] = nd[v].instr;
         remat_schedule_clear(out);
-        for (i = 0; i < len && st == REMAT_OK; i++)
-            if (remat_schedule_push(out, (remat_instr_kind)(path[i] >> 24), path[i] & 0xffffff) != REMAT_OK)
+        /* Replay the path's masks to write the frees that the step edges
+         * made implicitly (what no later step needs), right after the step. */
+        uint32_t mask = 0;
+        for (i = 0; i < len && st == REMAT_OK; i++) {
+            remat_instr_kind kind = (remat_instr_kind)(path[i] >> 24);
+            uint32_t arg = path[i] & 0xffffff, p = 0, drop = 0;
+            if (remat_schedule_push(out, kind, arg) != REMAT_OK)
                 st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+            if (kind == REMAT_I_FREE) {
+                mask &= ~(1u << bit[arg]);
+            } else if (kind == REMAT_I_RECOMPUTE) {
+                mask |= out_m[arg];
+            } else {
+                mask |= kind == REMAT_I_FWD ? out_m[arg] : 0;
+                p = kind == REMAT_I_FWD ? a->pos[arg] + 1 : a->bwd_step[arg] + 1;
+                drop = mask & ~alive[p];
+                mask &= alive[p];
+            }
+            for (uint32_t j = 0; j < n_act && st == REMAT_OK; j++)
+                if (drop >> j & 1 && remat_schedule_push(out, REMAT_I_FREE, act[j]) != REMAT_OK)
+                    st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+        }
         if (st == REMAT_OK && remat_schedule_push(out, REMAT_I_OPT, 0) != REMAT_OK)
             st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
         remat__free(path);
@@ -372,6 +432,8 @@ done_:
     remat__free(in_m);
     remat__free(out_m);
     remat__free(save_m);
+    remat__free(need);
+    remat__free(alive);
     remat__free(nd);
     remat__free(done);
     remat__free(h.cost);
