@@ -92,7 +92,7 @@ remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible)
 /* The least extra FLOPs over every schedule of that class within P's
  * budget, by a shortest-path search over (step, resident activations), and
  * a schedule that reaches it (class_search.c). Runs only when
- * (steps + 1) * 2^activations is at most 2^20 (*ran = 0 otherwise, and
+ * (steps + 1) * 2^activations is at most 2^22 (*ran = 0 otherwise, and
  * nothing else is touched); *opt = UINT64_MAX when no schedule of the
  * class fits. The schedule is still to be replayed by the caller. */
 remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran);
