@@ -1,27 +1,37 @@
 /*
  * auto.c - the default strategy: the plan with the least extra FLOPs within
- * the budget among every strategy's, improved by a local search, and
- * monotone in the budget by construction.
+ * the budget among every strategy's, improved by a local search, monotone
+ * in the budget by construction (DTR aside), and certified: every plan
+ * carries a proven lower bound and the gap (issue 20).
  *
  * Monotone: a looser budget must never cost more extra FLOPs (DESIGN 6).
  * A strategy whose answer at budget B is "the best fitting plan of a set
  * that does not depend on B" is monotone by itself: store-all, sqrtn and
  * mincut (one plan each), chen-greedy (a fixed threshold grid), revolve
- * (every slot count on chains of up to 64 blocks), and the exact and
- * dynamic-programming planners where they are optimal. These run at B.
- * The local search, whose answer can get worse as B grows, runs only at a
- * fixed ladder of budgets (fractions of the store-all peak), and auto(B)
- * takes the best of the ladder points at or below B: a set that only grows
- * with B. DTR runs at the ladder and at B itself, so that auto is never
- * worse than dtr; its eviction order is not monotone in its limit, so here
- * monotonicity rests on the ladder (a DTR plan found for a lower budget
- * stays available at every looser one) and is checked by budget sweeps on
- * every bundled graph in tests/check_plan.c, not guaranteed by construction.
+ * (every slot count on chains of up to 64 blocks), the class search and
+ * exact where they are optimal. These run at B. The local search, whose
+ * answer can get worse as B grows, runs only at a fixed ladder of budgets
+ * (fractions k/L of the store-all peak, L a function of the graph's size),
+ * and auto(B) takes the best of the ladder points at or below B: a set that
+ * only grows with B. Each point's search starts from the best fitting keep
+ * set among the budget-free ones, chen-greedy at that point and the
+ * previous point's result, and may work until k/L of one total is spent:
+ * all of it depends on the point, never on B. DTR runs at every fourth
+ * point on small graphs and at B itself, so that auto is never worse than
+ * dtr; its eviction order is not monotone in its limit, so there
+ * monotonicity rests on the ladder and is checked by budget sweeps on every
+ * bundled graph in tests/check_plan.c, not guaranteed by construction.
  *
- * The local search flips one activation at a time (recompute a kept one to
- * save memory, keep a recomputed one to save FLOPs) from the best keep-set
- * plan at a ladder budget, keeping flips the replay says are better, until a
- * pass changes nothing or its work bound is spent.
+ * Time (goals: 0.5 s up to 10^4 ops, 5 s at 10^5): the candidates and the
+ * ladder are tiered by size (README, "How auto decides"); the search tries
+ * flips by their producer's FLOPs, rejects one whose schedule recomputes
+ * more FLOPs than a fitting plan before replaying it, and skips keeping a
+ * tensor that surely overflows the forward pass. Every candidate is still
+ * judged by the one replay in exec, and so is the plan returned.
+ *
+ * Last, at B: the bound (bound.c), then on small graphs the exhaustive
+ * search of the fixed-order class (class_search.c), whose optimum becomes
+ * the bound, or else exact, handed the best plan so far and the bound.
  */
 #include "planner.h"
 #include "../util/util_internal.h"

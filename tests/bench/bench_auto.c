@@ -93,22 +93,23 @@ static void param_str(const char *params, const char *key, char *buf, size_t cap
 
 static void header(void)
 {
-    printf("%-22s %4s %7s %10s %8s %-5s %-16s %18s %8s %9s %18s %8s\n", "graph", "bud", "ops", "time", "cpu", "goal",
-           "chosen", "extra FLOPs", "/before", "t/before", "lower bound", "gap");
+    printf("%-22s %4s %7s %10s %8s %-5s %-16s %18s %8s %9s %18s %8s %8s\n", "graph", "bud", "ops", "time", "cpu", "goal",
+           "chosen", "extra FLOPs", "/before", "t/before", "lower bound", "gap", "gap pp");
 }
 
-static void row(const char *label, const remat_analysis *a, int pct)
+/* One row at pct % of the store-all activation peak, or (pct 0) at the
+ * activation budget given in bytes. */
+static void row_at(const char *label, const remat_analysis *a, int pct, uint64_t bytes)
 {
-    uint64_t peak = act_peak_store_all(a);
     remat_plan_options o;
     remat_plan_options_init(&o);
     o.budget_kind = REMAT_BUDGET_ACTIVATION;
-    o.budget = peak / 100 * (uint64_t)pct;
+    o.budget = pct ? act_peak_store_all(a) / 100 * (uint64_t)pct : bytes;
     int reps = a->g->n_ops < 1000 ? 3 : 1;
     double t[3], c[3];
     remat_status st = REMAT_OK;
     unsigned long long extra = 0;
-    char chosen[40] = "", bound[40] = "", gap[40] = "", msg[80] = "";
+    char chosen[40] = "", bound[40] = "", gap[40] = "", gap_pp[40] = "", msg[80] = "";
     for (int i = 0; i < reps; i++) {
         remat_plan plan;
         remat_replay_result r;
@@ -123,6 +124,7 @@ static void row(const char *label, const remat_analysis *a, int pct)
             param_str(plan.params_json, "chosen", chosen, sizeof chosen);
             param_str(plan.params_json, "lower_bound", bound, sizeof bound);
             param_str(plan.params_json, "gap", gap, sizeof gap);
+            param_str(plan.params_json, "gap_pp", gap_pp, sizeof gap_pp);
             remat_replay_result_destroy(&r);
             remat_plan_destroy(&plan);
         } else {
@@ -147,8 +149,9 @@ static void row(const char *label, const remat_analysis *a, int pct)
             snprintf(tratio, sizeof tratio, "%.3f", m / b->seconds);
     }
     if (st == REMAT_OK)
-        printf("%-22s %3d%% %7u %9.3fs %7.3fs %-5s %-16s %18llu %8s %9s %18s %8s\n", label, pct, a->g->n_ops, m, mc,
-               m <= goal ? "met" : "OVER", chosen, extra, ratio, tratio, bound[0] ? bound : "-", gap[0] ? gap : "-");
+        printf("%-22s %3d%% %7u %9.3fs %7.3fs %-5s %-16s %18llu %8s %9s %18s %8s %8s\n", label, pct, a->g->n_ops, m,
+               mc, m <= goal ? "met" : "OVER", chosen, extra, ratio, tratio, bound[0] ? bound : "-",
+               gap[0] ? gap : "-", gap_pp[0] ? gap_pp : "-");
     else
         printf("%-22s %3d%% %7u %9.3fs %7.3fs %-5s %s\n", label, pct, a->g->n_ops, m, mc, m <= goal ? "met" : "OVER",
                msg);
@@ -156,6 +159,11 @@ static void row(const char *label, const remat_analysis *a, int pct)
     if (getenv("REMAT_BENCH_RECORD"))
         printf("before {\"%s\", %d, %.3f, %lluULL},\n", label, pct, m, extra);
     fflush(stdout);
+}
+
+static void row(const char *label, const remat_analysis *a, int pct)
+{
+    row_at(label, a, pct, 0);
 }
 
 static int gen_graph(remat_gen_family f, uint32_t n, remat_graph **g, remat_analysis **a)
@@ -237,6 +245,46 @@ int bench_auto(const char *remat)
     static const char *const bundled[] = {"bnview",   "chain16",         "gpt4-b4",     "hetchain12", "mlp2",
                                           "mlp423",   "mobilenet_v2-b2", "resnet18-b2", "resnet50-b2", "resnet8",
                                           "transformer4", "unet-b2",     "unet3",       "vgg16-b2"};
+    /* Checkmate's graphs (../shared/checkmate-graphs, when present), at the
+     * activation budgets that directory's README and issue 20 name, in GB
+     * (10^9 B). Their figures depend on remat import checkmate's mapping
+     * (issue 15). */
+    static const struct {
+        const char *file;
+        double gb[3];
+    } peers[] = {{"VGG16_train_nx.json", {13.71, 15.67, 0}},
+                 {"MobileNet_train_nx.json", {22.70, 26.48, 0}},
+                 {"vgg_unet_train_nx.json", {16.06, 16.77, 0}}};
+    const char *dir = getenv("REMAT_CHECKMATE_DIR") ? getenv("REMAT_CHECKMATE_DIR") : "../shared/checkmate-graphs";
+    for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, peers[i].file);
+        char *json = NULL;
+        size_t len = 0;
+        remat_err err;
+        remat_err_init(&err);
+        if (remat_import_checkmate_file(path, NULL, &json, &len, NULL, &err) != REMAT_OK) {
+            printf("%-22s (skipped: %s)\n", peers[i].file, err.msg);
+            continue;
+        }
+        remat_graph *g = NULL;
+        remat_analysis *a = NULL;
+        if (remat_graph_load_json(json, len, path, &g, &err) != REMAT_OK || remat_analyze(g, &a, &err) != REMAT_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            remat_free(json);
+            remat_graph_destroy(g);
+            return 1;
+        }
+        remat_free(json);
+        for (int k = 0; k < 3 && peers[i].gb[k] > 0; k++) {
+            char label[48];
+            snprintf(label, sizeof label, "%.*s@%.2fGB", (int)(strchr(peers[i].file, '_') - peers[i].file),
+                     peers[i].file, peers[i].gb[k]);
+            row_at(label, a, 0, (uint64_t)(peers[i].gb[k] * 1e9));
+        }
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
     for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
