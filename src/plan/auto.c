@@ -73,6 +73,8 @@ static uint32_t ladder_points(uint32_t n_ops)
 /* DTR at ladder points (three eviction scores each) only on graphs this
  * small: above, one DTR run costs what the whole ladder may. */
 #define LADDER_DTR_MAX_OPS 300
+/* ... at every point up to this size, at every fourth point above. */
+#define LADDER_DTR_EVERY_OPS 100
 /* chen-greedy as a ladder start (its threshold grid, per point). */
 #define LADDER_CHEN_MAX_OPS 300
 /* Work of all local searches together, in replayed instructions: about
@@ -735,15 +737,16 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             st = pool_build(&Q, &sp, &pool_from_b);
         /* Point k may search until k/L of the work is spent: what lower
          * points leave passes up, and no point's work depends on the
-         * budget (monotone, see the file comment). DTR runs at every
-         * fourth point of the 32-point ladder. */
+         * budget (monotone, see the file comment). */
         const uint32_t L = ladder_points(g->n_ops);
         for (uint32_t k = 1; k <= L && st == REMAT_OK && base.valid; k++) {
             uint64_t b = (uint64_t)((double)base.metric * k / L);
             if (b > P->o->budget)
                 break;
             sub.budget = b;
-            st = ladder_point(&S, &Q, &sp, g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0, work / L * k);
+            st = ladder_point(&S, &Q, &sp,
+                              g->n_ops <= LADDER_DTR_EVERY_OPS || (g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0),
+                              work / L * k);
         }
         sub.budget = P->o->budget;
         pool_destroy(&sp);
