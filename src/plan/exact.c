@@ -25,6 +25,13 @@
  * class, and the error names it (proved when the solver finishes, else the
  * best found and the bound).
  *
+ * Warm start (issue 20): the caller's incumbent (auto hands over its best
+ * plan; standalone, auto runs among the starting strategies), and the best
+ * proven bound: bound.c's, or on small graphs the optimum of the whole
+ * fixed-order class (class_search.c), which contains the program's class,
+ * so both bound the program's optimum; an incumbent that meets the bound
+ * closes the program without a solve.
+ *
  * Params: status ("optimal" when the bound meets the objective, else
  * "time_limit"; "outside_class" for the case above), objective (extra
  * FLOPs, replayed), bound, gap = (objective - bound) / objective, the
@@ -445,6 +452,23 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
         uint64_t kb = 0;
         st = remat__bound_extra(P, &kb, &known_infeasible);
         known = known_infeasible ? 0 : kb;
+    }
+    /* On small graphs the optimum of the whole fixed-order class
+     * (class_search.c) bounds the program's, and its schedule, when the
+     * program can express it, is then the program's optimum. */
+    if (st == REMAT_OK && !P->in_exact && !P->incumbent) {
+        remat_schedule cs;
+        remat_schedule_init(&cs);
+        uint64_t copt = 0;
+        int ran = 0;
+        st = remat__class_search(P, &cs, &copt, &ran);
+        if (st == REMAT_OK && ran && copt != UINT64_MAX && cs.n > 0) {
+            remat_eval ce;
+            st = remat__exact_offer(P, &M, &pool, &cs, "class-search", &ce);
+            if (st == REMAT_OK && remat__fits(P, &ce) && ce.extra_flops == copt && copt > known)
+                known = copt;
+        }
+        remat_schedule_destroy(&cs);
     }
     int closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
     if (st == REMAT_OK && !closed)
