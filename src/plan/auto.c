@@ -78,9 +78,10 @@ static uint32_t ladder_points(uint32_t n_ops)
 /* chen-greedy as a ladder start (its threshold grid, per point). */
 #define LADDER_CHEN_MAX_OPS 300
 /* Work of all local searches together, in replayed instructions: about
- * 0.15 s of replay on this project's reference machine whatever the size,
- * on graphs of up to LOCAL_SEARCH_FULL_OPS ops. */
-#define LOCAL_SEARCH_WORK 6000000ULL
+ * 0.2 s of CPU on the project's 2-core machine on graphs of up to
+ * LOCAL_SEARCH_FULL_OPS ops (make bench BENCH=auto: with 6 x 10^6 the
+ * 994-op transformer at 70% of its peak lost 19% to the old search). */
+#define LOCAL_SEARCH_WORK 9000000ULL
 /* Above this size the work shrinks in proportion (every replay grows with
  * the graph), but covers at least two flips. */
 #define LOCAL_SEARCH_FULL_OPS 2000
