@@ -274,6 +274,7 @@ static exact_run run_exact(const remat_analysis *a, int kind, uint64_t budget, d
     o.budget_kind = kind ? REMAT_BUDGET_ACTIVATION : REMAT_BUDGET_TOTAL;
     o.budget = budget;
     o.time_limit = time_limit;
+    o.exact_milp = 1; /* the program itself, not the class search (checked against it below) */
     remat_plan plan;
     remat_replay_result r;
     remat_err err;
@@ -878,6 +879,7 @@ START_TEST(exact_should_fail_cleanly_when_memory_runs_out)
     o.budget_kind = REMAT_BUDGET_TOTAL;
     o.budget = lo + (hi - lo) / 2;
     o.time_limit = 10;
+    o.exact_milp = 1;
     remat__alloc_fail_at(0);
     exact_run full = run_exact(a, 0, o.budget, 10);
     uint64_t total = remat__alloc_fail_at(0);

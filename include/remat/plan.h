@@ -56,6 +56,9 @@ typedef struct remat_plan_options {
     const char *never_recompute;   /* mincut: comma-separated op types never recomputed (NULL = default) */
     const char *dtr_score;         /* dtr: eviction score "h_dtr", "eq" or "local"; NULL or "best" = try all three */
     remat_budget_mode budget_mode; /* LOGICAL (default) or ARENA: the budget caps the static arena */
+    int exact_milp;                /* exact: always solve the mixed-integer program, even where the
+                                    * shortest-path search of the whole class could take the graph
+                                    * (0 = default; tests check the program this way) */
 } remat_plan_options;
 
 void remat_plan_options_init(remat_plan_options *o);

@@ -25,11 +25,12 @@
  * class, and the error names it (proved when the solver finishes, else the
  * best found and the bound).
  *
- * Warm start (issue 20): the caller's incumbent (auto hands over its best
- * plan; standalone, auto runs among the starting strategies), and the best
- * proven bound: bound.c's, or on small graphs the optimum of the whole
- * fixed-order class (class_search.c), which contains the program's class,
- * so both bound the program's optimum; an incumbent that meets the bound
+ * Small graphs (issue 20): when class_search.c can take the graph, its
+ * optimum over the whole fixed-order class (which contains the program's)
+ * is returned, replayed, without building the program. Otherwise the warm
+ * start: the caller's incumbent (auto hands over its best plan; standalone,
+ * auto runs among the starting strategies) and bound.c's proven bound
+ * (valid for the program's class too); an incumbent that meets the bound
  * closes the program without a solve.
  *
  * Params: status ("optimal" when the bound meets the objective, else
@@ -401,6 +402,42 @@ static remat_status trivial(remat_planner *P, remat_plan *out, const char *why, 
                               remat__exact_now() - t0, why);
 }
 
+/* The optimum of the fixed-order class when class_search.c can take the
+ * graph and a schedule of it fits: *ran = 1 and out holds it. Anything
+ * else leaves *ran = 0 (the program takes over). */
+static remat_status class_optimum(remat_planner *P, remat_plan *out, double t0, double limit, int *ran)
+{
+    remat_schedule cs;
+    remat_schedule_init(&cs);
+    uint64_t opt = 0;
+    int searched = 0;
+    *ran = 0;
+    remat_status st = remat__class_search(P, &cs, &opt, &searched);
+    remat_eval e;
+    if (st == REMAT_OK && searched && opt != UINT64_MAX && cs.n > 0)
+        st = remat__eval_schedule(P, &cs, &e);
+    else
+        searched = 0;
+    if (st == REMAT_OK && searched && remat__fits(P, &e) && e.extra_flops == opt) {
+        if ((st = remat__plan_alloc_keep(P, out)) == REMAT_OK) {
+            keep_of_schedule(P->a->g, &cs, out->keep);
+            out->schedule = cs;
+            remat_schedule_init(&cs);
+            *ran = 1;
+            st = remat__plan_params(
+                P, out,
+                "{\"status\": \"optimal\", \"objective\": %llu, \"bound\": %llu, \"gap\": 0, \"class\": "
+                "\"fixed-order (contains the program's)\", \"variables\": 0, \"constraints\": 0, \"stages\": %u, "
+                "\"solve_seconds\": 0, \"seconds\": %.3f, \"time_limit\": %g, \"solver\": \"class search\", "
+                "\"source\": \"class-search\", \"warm_start\": \"none\"}",
+                (unsigned long long)opt, (unsigned long long)opt, P->a->g->n_ops + P->a->n_bwd,
+                remat__exact_now() - t0, limit);
+        }
+    }
+    remat_schedule_destroy(&cs);
+    return st;
+}
+
 static remat_status exact_glpk(remat_planner *P, remat_plan *out)
 {
     const remat_plan_options *o = P->o;
@@ -428,6 +465,16 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
         return st;
     if (remat__fits(P, &e_all))
         return trivial(P, out, "store-all fits", t0);
+    /* Small graphs: the shortest-path search over the whole fixed-order
+     * class, which contains the program's class, finds the optimum of both
+     * in a fraction of a second where branch and bound needs seconds
+     * (issue 20). Its schedule, replayed, is returned with that claim. */
+    if (!P->in_exact && !P->incumbent && !o->exact_milp) {
+        int ran = 0;
+        st = class_optimum(P, out, t0, limit, &ran);
+        if (st != REMAT_OK || ran)
+            return st;
+    }
 
     exact_model M;
     exact_pool pool;
@@ -452,23 +499,6 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
         uint64_t kb = 0;
         st = remat__bound_extra(P, &kb, &known_infeasible);
         known = known_infeasible ? 0 : kb;
-    }
-    /* On small graphs the optimum of the whole fixed-order class
-     * (class_search.c) bounds the program's, and its schedule, when the
-     * program can express it, is then the program's optimum. */
-    if (st == REMAT_OK && !P->in_exact && !P->incumbent) {
-        remat_schedule cs;
-        remat_schedule_init(&cs);
-        uint64_t copt = 0;
-        int ran = 0;
-        st = remat__class_search(P, &cs, &copt, &ran);
-        if (st == REMAT_OK && ran && copt != UINT64_MAX && cs.n > 0) {
-            remat_eval ce;
-            st = remat__exact_offer(P, &M, &pool, &cs, "class-search", &ce);
-            if (st == REMAT_OK && remat__fits(P, &ce) && ce.extra_flops == copt && copt > known)
-                known = copt;
-        }
-        remat_schedule_destroy(&cs);
     }
     int closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
     if (st == REMAT_OK && !closed)
