@@ -42,7 +42,7 @@ exported() {
     util) echo "util_internal.h hash.h" ;;
     load) echo "json_glue.h graph_store.h" ;;
     analyze) echo "igraph_adapter.h" ;;
-    exec) echo "builder.h schedule_json.h" ;;
+    exec) echo "builder.h schedule_json.h replay_cursor.h intervals.h" ;;
     *) echo "" ;;
     esac
 }

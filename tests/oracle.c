@@ -465,6 +465,7 @@ void oracle_run(const spec *G, const int *op_of, const int *t_of, const remat_sc
         fixed[REMAT_CAT_MASTER_WEIGHTS] = x->master_weights;
         fixed[REMAT_CAT_FROZEN] = x->frozen_copies;
         fixed[REMAT_CAT_COMM_BUFFERS] = x->comm_buffers;
+        fixed[REMAT_CAT_WORKSPACE] = x->workspace; /* a library's workspace, held the whole step */
     }
     int opt_seen = 0;
     for (size_t i = 0; i <= s->n; i++) {

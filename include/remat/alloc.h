@@ -56,10 +56,8 @@ extern "C" {
 /* ---- the allocation trace ------------------------------------------------ */
 
 /* Category masks: bit c for remat_category c. */
-#define REMAT_ALLOC_ALL ((1u << REMAT_CAT_COUNT) - 1u)
-#define REMAT_ALLOC_ACTIVATION                                                                       \
-    ((1u << REMAT_CAT_ACTIVATIONS) | (1u << REMAT_CAT_RECOMPUTED) | (1u << REMAT_CAT_ACTIVATION_GRADS) | \
-     (1u << REMAT_CAT_WORKSPACE))
+#define REMAT_ALLOC_ALL REMAT_CAT_MASK_ALL
+#define REMAT_ALLOC_ACTIVATION REMAT_CAT_MASK_ACTIVATION
 
 /* The mask a budget kind caps: ACTIVATION for an activation budget, ALL otherwise. */
 uint32_t remat_alloc_mask_for(remat_budget_kind kind);

@@ -108,6 +108,72 @@ remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, cons
 
 void remat_replay_result_destroy(remat_replay_result *r);
 
+/* ---- Stepping a replay ---------------------------------------------------
+ *
+ * The same replay, one instruction at a time, for a driver that decides the
+ * next instruction from the state the previous ones left (dynamic eviction,
+ * a runtime mirroring its allocator, collectives entering the step). Every
+ * rule is remat_replay's: remat_replay(a, s, ...) is begin, apply for each
+ * instruction of s, end. Evicting a tensor is applying FREE of it.
+ *
+ *     remat_replay_cursor *c;
+ *     remat_replay_begin(a, NULL, NULL, &c, &err);
+ *     remat_instr in = {REMAT_I_FWD, op};
+ *     if (remat_replay_live(c, REMAT_CAT_MASK_ALL) + remat_replay_cost(c, in, REMAT_CAT_MASK_ALL) > limit)
+ *         ... apply FREE of something first ...
+ *     remat_replay_apply(c, in, &err);
+ *     ...
+ *     remat_replay_end(c, &r, &err);     // the implied OPT, then r as remat_replay fills it
+ *     remat_replay_cursor_destroy(c);
+ */
+
+/* Category masks: bit c for remat_category c. */
+#define REMAT_CAT_MASK_ALL ((1u << REMAT_CAT_COUNT) - 1u)
+#define REMAT_CAT_MASK_ACTIVATION                                                                    \
+    ((1u << REMAT_CAT_ACTIVATIONS) | (1u << REMAT_CAT_RECOMPUTED) | (1u << REMAT_CAT_ACTIVATION_GRADS) | \
+     (1u << REMAT_CAT_WORKSPACE))
+
+typedef struct remat_replay_cursor remat_replay_cursor;
+
+/* Starts a replay: leaves and extras resident, nothing run. extras and obs
+ * may be NULL (both are copied). *out owns the cursor (destroy it); NULL
+ * on failure (REMAT_ENOMEM, or the observer's failure). O(tensors). */
+remat_status remat_replay_begin(const remat_analysis *a, const remat_exec_extras *extras,
+                                const remat_replay_observer *obs, remat_replay_cursor **out, remat_err *err);
+
+/* Judges and applies one instruction. REMAT_ESCHEDULE when it is illegal
+ * (err names it, as remat_replay's message does); after any failure the
+ * cursor refuses further instructions, and remat_replay_end reports the
+ * judged failure as remat_replay does (r->valid false). O(refs it reads). */
+remat_status remat_replay_apply(remat_replay_cursor *c, remat_instr in, remat_err *err);
+
+/* What applying `in` would add to the live bytes of the categories in mask
+ * at its high-water mark (new outputs, gradients, the seed, workspace),
+ * without applying it; sums saturate at 2^64-1. Meaningful for an
+ * instruction apply would accept. O(refs of its op). */
+uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask);
+
+/* Live bytes now in the categories of mask (O(1) for the two masks above);
+ * by_category gets all REMAT_CAT_COUNT figures. */
+uint64_t remat_replay_live(const remat_replay_cursor *c, uint32_t mask);
+void remat_replay_live_by_category(const remat_replay_cursor *c, uint64_t *by_category);
+
+/* 1 if tensor is resident now. */
+int remat_replay_resident(const remat_replay_cursor *c, uint32_t tensor);
+
+/* The result so far (peaks and FLOPs of the instructions applied); valid
+ * stays false until remat_replay_end. Owned by the cursor. */
+const remat_replay_result *remat_replay_progress(const remat_replay_cursor *c);
+
+/* Ends the replay (the optimizer step is implied when no OPT was applied)
+ * and moves the result to *r, exactly as remat_replay would have filled it
+ * for the instructions applied; destroy *r. The cursor accepts nothing
+ * more but must still be destroyed. */
+remat_status remat_replay_end(remat_replay_cursor *c, remat_replay_result *r, remat_err *err);
+
+/* Frees the cursor; NULL is accepted. */
+void remat_replay_cursor_destroy(remat_replay_cursor *c);
+
 /* Default policy: keep[t] = 1 keeps activation t resident until its last
  * backward need; 0 frees it after its last forward use and recomputes it
  * (recursively, from resident ancestors) before the first backward step

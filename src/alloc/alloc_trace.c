@@ -1,183 +1,24 @@
 /*
- * alloc_trace.c - record a schedule's allocations as intervals on an event
- * clock, by replaying it with an observer.
+ * alloc_trace.c - a schedule's allocations as intervals on an event clock:
+ * the allocator's view of the one interval record (src/exec/intervals.h).
  *
- * The executor is the one judge of a schedule and the one place that knows
- * when bytes appear and go, so nothing here re-derives lifetimes: every
- * on_alloc opens an interval, every on_free closes the one its storage (or
- * gradient) holds, and a step's workspace, which the executor only counts
- * in the step's high-water mark, becomes an interval opened at on_step and
- * closed right after it. At on_step every other allocation of the step has
- * happened and none of its releases (a backward step's output gradients go
- * after on_step), so the workspace overlaps exactly what the executor
- * counts in that step's mark.
- *
- * The recorder checks itself at every step that releases nothing: its live
- * bytes plus the workspace must equal the executor's high-water mark over
- * the recorded categories, and at the end its largest live total must equal
- * the replay's peak. A mismatch is a bug in remat, reported as such.
+ * The record is the replay's own events with each step's workspace as a
+ * span of its own, checked against the executor's marks at every step.
+ * This file keeps the intervals of the requested categories that occupy
+ * bytes, renumbers the events among them, and checks that its largest live
+ * total equals the replay's peak over the mask. A mismatch is a bug in
+ * remat, reported as such.
  */
 #include "alloc_internal.h"
+#include "../exec/intervals.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-    const remat_graph *g;
-    uint32_t mask;
-    remat_alloc_trace *t;
-    size_t cap_iv, cap_ev;
-    uint32_t *cur_storage; /* tensor -> open interval of its storage, NIL if none */
-    uint32_t *cur_grad;    /* tensor -> open interval of its gradient */
-    uint64_t live;
-    uint64_t live_ws; /* workspace held for the whole step (ledger extras), not a step's own */
-    remat_status st;
-    remat_err *err;
-} recorder;
-
 uint32_t remat_alloc_mask_for(remat_budget_kind kind)
 {
     return kind == REMAT_BUDGET_ACTIVATION ? REMAT_ALLOC_ACTIVATION : REMAT_ALLOC_ALL;
-}
-
-static int fail(recorder *R, remat_status st, const char *msg, size_t index)
-{
-    R->st = remat_err_set(R->err, st, "allocation trace, instruction %zu: %s", index, msg);
-    return 1;
-}
-
-static int push_event(recorder *R, uint32_t e, size_t index)
-{
-    remat_alloc_trace *t = R->t;
-    if (t->n_events == R->cap_ev) {
-        size_t cap = R->cap_ev ? R->cap_ev * 2 : 256;
-        uint32_t *ne = remat__realloc(t->events, cap * sizeof *ne);
-        if (!ne)
-            return fail(R, REMAT_ENOMEM, "out of memory", index);
-        t->events = ne;
-        R->cap_ev = cap;
-    }
-    t->events[t->n_events++] = e;
-    return 0;
-}
-
-/* Opens an interval; *out gets its index. */
-static int open_interval(recorder *R, size_t index, uint32_t tensor, uint32_t op, int grad, remat_category c,
-                         uint64_t bytes, int resident, uint32_t *out)
-{
-    remat_alloc_trace *t = R->t;
-    if (t->n >= (size_t)INT32_MAX)
-        return fail(R, REMAT_ENOMEM, "more than 2^31 allocations", index);
-    if (t->n == R->cap_iv) {
-        size_t cap = R->cap_iv ? R->cap_iv * 2 : 128;
-        remat_alloc_interval *ni = remat__realloc(t->iv, cap * sizeof *ni);
-        if (!ni)
-            return fail(R, REMAT_ENOMEM, "out of memory", index);
-        t->iv = ni;
-        R->cap_iv = cap;
-    }
-    uint32_t k = (uint32_t)t->n;
-    remat_alloc_interval *v = &t->iv[t->n++];
-    v->tensor = tensor;
-    v->op = op;
-    v->grad = (uint8_t)grad;
-    v->category = (uint8_t)c;
-    v->first = resident ? REMAT_ALLOC_BEFORE : index;
-    v->last = REMAT_ALLOC_NEVER;
-    v->start = t->n_events;
-    v->end = UINT64_MAX; /* set when released, or to the clock's end */
-    v->bytes = bytes;
-    if (push_event(R, k << 1, index))
-        return 1;
-    if (!remat_u64_add(R->live, bytes, &R->live))
-        return fail(R, REMAT_EOVERFLOW, "live bytes exceed 2^64-1", index);
-    if (resident && !remat_u64_add(t->resident_bytes, bytes, &t->resident_bytes))
-        return fail(R, REMAT_EOVERFLOW, "resident bytes exceed 2^64-1", index);
-    if (R->live > t->logical_peak) {
-        t->logical_peak = R->live;
-        t->logical_peak_index = resident ? REMAT_ALLOC_BEFORE : index;
-        t->logical_peak_event = t->n_events;
-    }
-    *out = k;
-    return 0;
-}
-
-static int close_interval(recorder *R, size_t index, uint32_t k)
-{
-    remat_alloc_interval *v = &R->t->iv[k];
-    v->end = R->t->n_events;
-    v->last = index;
-    R->live -= v->bytes;
-    return push_event(R, (k << 1) | 1u, index);
-}
-
-static int on_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_category c, uint64_t bytes)
-{
-    recorder *R = ctx;
-    if (!(R->mask & (1u << c)) || bytes == 0)
-        return 0;
-    /* Inputs, params and ledger state are placed before the first
-     * instruction and are the only storage that is not an activation. */
-    int resident = !grad && (storage == REMAT_NONE || R->g->tensors[storage].kind != REMAT_TENSOR_ACTIVATION);
-    uint32_t k;
-    if (open_interval(R, index, storage, REMAT_NONE, grad, c, bytes, resident, &k))
-        return 1;
-    if (c == REMAT_CAT_WORKSPACE)
-        R->live_ws += bytes;
-    if (storage != REMAT_NONE) {
-        uint32_t *slot = grad ? &R->cur_grad[storage] : &R->cur_storage[storage];
-        if (*slot != REMAT__NIL)
-            return fail(R, REMAT_EINTERNAL, "a storage allocated twice without a release", index);
-        *slot = k;
-    }
-    return 0;
-}
-
-static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_category c, uint64_t bytes)
-{
-    recorder *R = ctx;
-    if (!(R->mask & (1u << c)) || bytes == 0 || storage == REMAT_NONE)
-        return 0;
-    uint32_t *slot = grad ? &R->cur_grad[storage] : &R->cur_storage[storage];
-    if (*slot == REMAT__NIL)
-        return fail(R, REMAT_EINTERNAL, "a release without an allocation", index);
-    uint32_t k = *slot;
-    *slot = REMAT__NIL;
-    if (c == REMAT_CAT_WORKSPACE)
-        R->live_ws -= bytes;
-    return close_interval(R, index, k);
-}
-
-static int on_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
-                   const uint64_t *hw)
-{
-    recorder *R = ctx;
-    (void)live_after;
-    (void)high_water;
-    remat_alloc_trace *t = R->t;
-    if (index + 1 > t->n_steps)
-        t->n_steps = index + 1;
-    /* The step's own workspace: the category's mark less what is held. */
-    uint64_t ws = (R->mask & (1u << REMAT_CAT_WORKSPACE)) ? hw[REMAT_CAT_WORKSPACE] - R->live_ws : 0;
-    uint64_t expect = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        if (R->mask & (1u << c))
-            expect += hw[c]; /* bounded by high_water, which the executor checked */
-    /* A FREE step's mark is the live bytes before its release. */
-    if (in.kind != REMAT_I_FREE && R->live + ws != expect) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "recorded %llu live bytes, the executor's mark is %llu",
-                 (unsigned long long)(R->live + ws), (unsigned long long)expect);
-        return fail(R, REMAT_EINTERNAL, msg, index);
-    }
-    if (ws == 0)
-        return 0;
-    uint32_t op = in.kind == REMAT_I_OPT || in.kind == REMAT_I_FREE ? REMAT_NONE : in.arg;
-    uint32_t k;
-    if (open_interval(R, index, REMAT_NONE, op, 0, REMAT_CAT_WORKSPACE, ws, 0, &k))
-        return 1;
-    return close_interval(R, index, k);
 }
 
 void remat_alloc_trace_destroy(remat_alloc_trace *t)
@@ -189,6 +30,99 @@ void remat_alloc_trace_destroy(remat_alloc_trace *t)
     memset(t, 0, sizeof *t);
 }
 
+static void copy_interval(remat_alloc_interval *w, const remat__interval *v)
+{
+    w->tensor = v->storage;
+    w->op = v->op;
+    w->grad = v->grad;
+    w->category = v->category;
+    w->first = v->resident ? REMAT_ALLOC_BEFORE : v->first;
+    w->last = v->last == REMAT__IV_NEVER ? REMAT_ALLOC_NEVER : v->last;
+    w->bytes = v->bytes;
+}
+
+/* Every recorded interval is kept (the usual case: all categories, no
+ * empty allocation): the record's clock is the trace's, in one pass. */
+static remat_status take_all(remat__intervals *rec, remat_alloc_trace *t, remat_err *err)
+{
+    t->iv = remat__malloc((rec->n ? rec->n : 1) * sizeof *t->iv);
+    if (!t->iv)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory recording allocations");
+    t->n = rec->n;
+    t->events = rec->events;
+    t->n_events = rec->n_events;
+    rec->events = NULL;
+    for (size_t k = 0; k < rec->n; k++) {
+        copy_interval(&t->iv[k], &rec->iv[k]);
+        t->iv[k].start = rec->iv[k].start;
+        t->iv[k].end = rec->iv[k].end;
+        if (rec->iv[k].resident)
+            t->resident_bytes += rec->iv[k].bytes; /* bounded: the record checked its sums */
+    }
+    if (rec->peak > 0) {
+        t->logical_peak = rec->peak;
+        t->logical_peak_index = rec->peak_first == REMAT__IV_NEVER ? REMAT_ALLOC_BEFORE : rec->peak_first;
+        t->logical_peak_event = rec->peak_event;
+    }
+    t->n_steps = rec->n_steps;
+    return REMAT_OK;
+}
+
+/* The record's intervals of the mask's categories that occupy bytes, on
+ * their own event clock (the record's events in order, less the others). */
+static remat_status filter(remat__intervals *rec, uint32_t mask, remat_alloc_trace *t, remat_err *err)
+{
+    size_t kept = 0;
+    for (size_t k = 0; k < rec->n; k++)
+        kept += (mask >> rec->iv[k].category & 1u) && rec->iv[k].bytes > 0;
+    if (kept == rec->n)
+        return take_all(rec, t, err);
+    uint32_t *map = remat__array(rec->n ? rec->n : 1, sizeof *map);
+    if (!map)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory recording allocations");
+    kept = 0;
+    for (size_t k = 0; k < rec->n; k++)
+        map[k] = (mask >> rec->iv[k].category & 1u) && rec->iv[k].bytes > 0 ? (uint32_t)kept++ : REMAT__NIL;
+    t->iv = remat__array(kept ? kept : 1, sizeof *t->iv);
+    t->events = remat__array(2 * kept + 1, sizeof *t->events);
+    if (!t->iv || !t->events) {
+        remat__free(map);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory recording allocations");
+    }
+    t->n = kept;
+    uint64_t live = 0;
+    for (size_t e = 0; e < rec->n_events; e++) {
+        uint32_t k = rec->events[e] >> 1, j = map[k];
+        if (j == REMAT__NIL)
+            continue;
+        const remat__interval *v = &rec->iv[k];
+        remat_alloc_interval *w = &t->iv[j];
+        t->events[t->n_events++] = (j << 1) | (rec->events[e] & 1u);
+        if (rec->events[e] & 1u) {
+            w->end = t->n_events - 1;
+            live -= v->bytes;
+            continue;
+        }
+        copy_interval(w, v);
+        w->start = t->n_events - 1;
+        w->end = UINT64_MAX; /* set when released, or to the clock's end */
+        live += v->bytes; /* bounded: the record checked its sums */
+        if (v->resident)
+            t->resident_bytes += v->bytes;
+        if (live > t->logical_peak) {
+            t->logical_peak = live;
+            t->logical_peak_index = w->first;
+            t->logical_peak_event = t->n_events;
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (t->iv[i].end == UINT64_MAX)
+            t->iv[i].end = t->n_events; /* lives to the end of the step */
+    t->n_steps = rec->n_steps;
+    remat__free(map);
+    return REMAT_OK;
+}
+
 remat_status remat_alloc_trace_build(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                      uint32_t mask, remat_alloc_trace *t, remat_replay_result *r, remat_err *err)
 {
@@ -196,32 +130,18 @@ remat_status remat_alloc_trace_build(const remat_analysis *a, const remat_schedu
     memset(t, 0, sizeof *t);
     t->mask = mask & REMAT_ALLOC_ALL;
     t->logical_peak_index = REMAT_ALLOC_BEFORE;
-    const remat_graph *g = a->g;
-    recorder R;
-    memset(&R, 0, sizeof R);
-    R.g = g;
-    R.mask = t->mask;
-    R.t = t;
-    R.err = err;
-    size_t nt = g->n_tensors ? g->n_tensors : 1;
-    R.cur_storage = remat__array(nt, sizeof *R.cur_storage);
-    R.cur_grad = remat__array(nt, sizeof *R.cur_grad);
-    if (!R.cur_storage || !R.cur_grad) {
-        remat__free(R.cur_storage);
-        remat__free(R.cur_grad);
-        return remat_err_set(err, REMAT_ENOMEM, "out of memory recording allocations");
+    if (r)
+        memset(r, 0, sizeof *r);
+    remat__intervals rec;
+    remat_status st = remat__intervals_record(a, s, extras, REMAT__IV_EVENTS, NULL, &rec, err);
+    if (st == REMAT_ESCHEDULE && r) {
+        *r = rec.replay; /* the judged failure: fail_index and its message */
+        rec.replay.recompute_counts = NULL;
     }
-    memset(R.cur_storage, 0xff, nt * sizeof *R.cur_storage);
-    memset(R.cur_grad, 0xff, nt * sizeof *R.cur_grad);
-    remat_replay_observer obs = {&R, on_alloc, on_free, on_step};
-    remat_replay_result local;
-    remat_replay_result *rr = r ? r : &local;
-    remat_status st = remat_replay(a, s, extras, &obs, rr, err);
-    if (R.st != REMAT_OK)
-        st = R.st; /* the observer's own failure, not the replay's "observer failed" */
-    if (st == REMAT_OK && !rr->valid)
-        st = REMAT_ESCHEDULE; /* err holds the executor's message */
+    if (st == REMAT_OK)
+        st = filter(&rec, t->mask, t, err);
     if (st == REMAT_OK) {
+        const remat_replay_result *rr = &rec.replay;
         uint64_t want = mask == REMAT_ALLOC_ALL          ? rr->peak_bytes
                         : mask == REMAT_ALLOC_ACTIVATION ? rr->activation_peak
                                                          : t->logical_peak;
@@ -230,17 +150,13 @@ remat_status remat_alloc_trace_build(const remat_analysis *a, const remat_schedu
                                "allocation trace: recorded peak %llu B differs from the replayed peak %llu B",
                                (unsigned long long)t->logical_peak, (unsigned long long)want);
     }
-    for (size_t i = 0; st == REMAT_OK && i < t->n; i++)
-        if (t->iv[i].end == UINT64_MAX)
-            t->iv[i].end = t->n_events; /* lives to the end of the step */
-    remat__free(R.cur_storage);
-    remat__free(R.cur_grad);
-    if (!r || st != REMAT_OK)
-        remat_replay_result_destroy(rr);
+    if (st == REMAT_OK && r) {
+        *r = rec.replay;
+        rec.replay.recompute_counts = NULL; /* now the caller's */
+    }
+    remat__intervals_destroy(&rec);
     if (st != REMAT_OK) {
         remat_alloc_trace_destroy(t);
-        if (r && st != REMAT_ESCHEDULE)
-            memset(r, 0, sizeof *r);
         return st;
     }
     t->seconds = remat__alloc_now() - t0;

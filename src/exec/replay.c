@@ -18,6 +18,7 @@
  */
 #include "remat/exec.h"
 #include "../util/util_internal.h"
+#include "replay_cursor.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,36 +40,7 @@ int remat_category_is_activation(remat_category c)
            c == REMAT_CAT_WORKSPACE;
 }
 
-typedef struct {
-    const remat_analysis *a;
-    const remat_graph *g;
-    const remat_replay_observer *obs;
-    remat_replay_result *r;
-    remat_err *err;
-    uint8_t *res;       /* tensor resident */
-    uint8_t *ever;      /* tensor was produced at least once */
-    uint8_t *grad;      /* gradient allocated */
-    uint8_t *cat;       /* storage -> category of its live allocation */
-    uint8_t *fwd_done, *bwd_done;
-    uint32_t *cnt;      /* storage -> resident members */
-    uint32_t *pending;  /* tensor -> backward steps still to add to its gradient */
-    size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
-    uint64_t live[REMAT_CAT_COUNT];
-    uint64_t total;
-    uint64_t act_live;            /* live bytes of the activation categories */
-    /* The current step, kept incrementally so that a step costs what it
-     * touches, not a pass over every category: what it adds per category
-     * (mask says which), the live bytes of those categories and the totals
-     * before it, and a free made during the step (FREE) to add back. */
-    uint32_t mask;
-    uint64_t add[REMAT_CAT_COUNT], base[REMAT_CAT_COUNT];
-    uint64_t base_total, base_act, add_total, add_act;
-    int undo_c;
-    uint64_t undo_b;
-    int seeded;
-    int opt_seen;
-    size_t index;
-} replay;
+typedef struct remat_replay_cursor replay;
 
 static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -479,12 +451,16 @@ static void teardown(replay *R)
     remat__free(R->cnt);
     remat__free(R->pending);
     remat__free(R->stamp);
+    R->res = R->ever = R->grad = R->cat = R->fwd_done = R->bwd_done = NULL;
+    R->cnt = R->pending = NULL;
+    R->stamp = NULL;
 }
 
-static remat_status place_leaves(replay *R, const remat_exec_extras *x)
+static remat_status place_leaves(replay *R)
 {
     const remat_graph *g = R->g;
     const remat_analysis *a = R->a;
+    const remat_exec_extras *x = &R->extras;
     R->index = 0;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         const remat_tensor *T = &g->tensors[t];
@@ -504,70 +480,100 @@ static remat_status place_leaves(replay *R, const remat_exec_extras *x)
             return R->err->code;
     }
     /* Views of leaves are produced by ops; their storage is the leaf's. */
-    if (x) {
-        static const remat_category cats[5] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
-                                                REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
-        const uint64_t bytes[5] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers,
-                                   x->workspace};
-        for (int i = 0; i < 5; i++)
-            if (bytes[i] && (alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
-                             notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
-                return R->err->code;
-    }
+    static const remat_category cats[5] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
+                                            REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
+    const uint64_t bytes[5] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers,
+                               x->workspace};
+    for (int i = 0; i < 5; i++)
+        if (bytes[i] && (alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
+                         notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
+            return R->err->code;
+    /* Resident state counts in its categories' maxima from the start. */
+    for (int c = 0; c < REMAT_CAT_COUNT; c++)
+        R->r->category_peak[c] = R->live[c];
     return REMAT_OK;
 }
 
-remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
-                          const remat_replay_observer *obs, remat_replay_result *r, remat_err *err)
+/* Fills the cursor's fields for a (re)start; its arrays must be zero. */
+static void clear_state(replay *R)
 {
-    memset(r, 0, sizeof *r);
-    r->valid = false;
-    r->n_instructions = s->n;
-    remat_err local;
-    remat_err_init(&local);
-    replay R;
-    memset(&R, 0, sizeof R);
-    R.a = a;
-    R.g = a->g;
-    R.obs = obs;
-    R.r = r;
-    R.err = err ? err : &local;
-    remat_status st = setup(&R);
-    if (st == REMAT_OK)
-        st = place_leaves(&R, extras);
-    /* Resident state counts in its categories' maxima from the start. */
-    for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        r->category_peak[c] = R.live[c];
-    for (size_t i = 0; st == REMAT_OK && i < s->n; i++) {
-        remat_instr in = s->ins[i];
-        R.index = i;
-        if (R.opt_seen) {
-            st = invalid(&R, in, "instruction after OPT (the optimizer step ends the schedule)");
-            break;
-        }
-        switch ((remat_instr_kind)in.kind) {
-        case REMAT_I_FWD: st = do_forward(&R, in, 0); break;
-        case REMAT_I_RECOMPUTE: st = do_forward(&R, in, 1); break;
-        case REMAT_I_BWD: st = do_backward(&R, in); break;
-        case REMAT_I_FREE: st = do_free(&R, in); break;
-        case REMAT_I_OPT: st = do_opt(&R, in, extras ? extras->optimizer_workspace : 0); break;
-        default: st = invalid(&R, in, "unknown instruction kind %u", in.kind); break;
-        }
+    uint32_t *counts = R->r->recompute_counts;
+    memset(R->r, 0, sizeof *R->r);
+    R->r->recompute_counts = counts;
+    R->r->valid = false;
+    memset(R->live, 0, sizeof R->live);
+    R->total = R->act_live = 0;
+    R->mask = 0;
+    R->base_total = R->base_act = R->add_total = R->add_act = 0;
+    R->undo_c = 0;
+    R->undo_b = 0;
+    R->seeded = R->opt_seen = 0;
+    R->index = 0;
+    R->failed = REMAT_OK;
+    R->ended = 0;
+}
+
+static void init_cursor(replay *R, const remat_analysis *a, const remat_exec_extras *extras,
+                        const remat_replay_observer *obs, remat_replay_result *r, remat_err *err)
+{
+    memset(R, 0, sizeof *R);
+    R->a = a;
+    R->g = a->g;
+    if (obs) {
+        R->obs_copy = *obs;
+        R->obs = &R->obs_copy;
     }
-    if (st == REMAT_OK && !R.opt_seen) {
+    if (extras)
+        R->extras = *extras;
+    remat_err_init(&R->local);
+    R->err = err ? err : &R->local;
+    R->r = r;
+    memset(r, 0, sizeof *r);
+}
+
+/* Applies one instruction; the first failure stops the cursor for good. */
+static remat_status apply(replay *R, remat_instr in)
+{
+    remat_status st;
+    if (R->opt_seen)
+        st = invalid(R, in, "instruction after OPT (the optimizer step ends the schedule)");
+    else
+        switch ((remat_instr_kind)in.kind) {
+        case REMAT_I_FWD: st = do_forward(R, in, 0); break;
+        case REMAT_I_RECOMPUTE: st = do_forward(R, in, 1); break;
+        case REMAT_I_BWD: st = do_backward(R, in); break;
+        case REMAT_I_FREE: st = do_free(R, in); break;
+        case REMAT_I_OPT: st = do_opt(R, in, R->extras.optimizer_workspace); break;
+        default: st = invalid(R, in, "unknown instruction kind %u", in.kind); break;
+        }
+    if (st != REMAT_OK)
+        R->failed = st;
+    else
+        R->index++;
+    return st;
+}
+
+/* The implied optimizer step (when no OPT came) and the sums: the end of
+ * every replay, stepped or not. */
+static remat_status finish(replay *R, size_t n)
+{
+    remat_replay_result *r = R->r;
+    remat_status st = R->failed;
+    r->n_instructions = n;
+    if (st == REMAT_OK && !R->opt_seen) {
         /* No OPT instruction: the optimizer step is implied at the end. */
         remat_instr opt = {REMAT_I_OPT, 0};
-        R.index = SIZE_MAX;
-        st = check_complete(&R, opt);
+        R->index = SIZE_MAX;
+        st = check_complete(R, opt);
         if (st == REMAT_OK) {
-            R.index = s->n;
-            st = do_opt(&R, opt, extras ? extras->optimizer_workspace : 0);
+            R->index = n;
+            st = do_opt(R, opt, R->extras.optimizer_workspace);
         }
     }
     for (int c = 0; c < REMAT_CAT_COUNT && st == REMAT_OK; c++)
         if (!remat_u64_add(r->sum_of_category_peaks, r->category_peak[c], &r->sum_of_category_peaks))
-            st = remat_err_set(R.err, REMAT_EOVERFLOW, "sum of category peaks exceeds 2^64-1");
-    teardown(&R);
+            st = remat_err_set(R->err, REMAT_EOVERFLOW, "sum of category peaks exceeds 2^64-1");
+    R->ended = 1;
     if (st == REMAT_ESCHEDULE) {
         r->valid = false;
         return REMAT_OK;
@@ -580,10 +586,201 @@ remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, cons
     return REMAT_OK;
 }
 
+remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
+                          const remat_replay_observer *obs, remat_replay_result *r, remat_err *err)
+{
+    replay R;
+    init_cursor(&R, a, extras, obs, r, err);
+    r->n_instructions = s->n; /* messages at the end of the schedule name it */
+    remat_status st = setup(&R);
+    if (st == REMAT_OK) {
+        clear_state(&R);
+        r->n_instructions = s->n;
+        st = place_leaves(&R);
+    }
+    if (st != REMAT_OK)
+        R.failed = st;
+    for (size_t i = 0; R.failed == REMAT_OK && i < s->n; i++)
+        apply(&R, s->ins[i]);
+    st = finish(&R, s->n);
+    teardown(&R);
+    return st;
+}
+
 void remat_replay_result_destroy(remat_replay_result *r)
 {
     if (!r)
         return;
     remat__free(r->recompute_counts);
     r->recompute_counts = NULL;
+}
+
+/* ---- The cursor -------------------------------------------------------- */
+
+remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err)
+{
+    const remat_graph *g = c->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    c->err = err ? err : &c->local;
+    memset(c->res, 0, nt);
+    memset(c->ever, 0, nt);
+    memset(c->grad, 0, nt);
+    memset(c->cat, 0, nt);
+    memset(c->fwd_done, 0, no);
+    memset(c->bwd_done, 0, no);
+    memset(c->cnt, 0, nt * sizeof *c->cnt);
+    memset(c->pending, 0, nt * sizeof *c->pending);
+    memset(c->stamp, 0, nt * sizeof *c->stamp);
+    /* remat_replay_end gave the last run's counts away. */
+    if (!c->r->recompute_counts && !(c->r->recompute_counts = remat__array(no, sizeof *c->r->recompute_counts)))
+        return c->failed = remat_err_set(c->err, REMAT_ENOMEM, "out of memory setting up the replay");
+    memset(c->r->recompute_counts, 0, no * sizeof *c->r->recompute_counts);
+    clear_state(c);
+    remat_status st = place_leaves(c);
+    if (st != REMAT_OK)
+        c->failed = st;
+    return st;
+}
+
+remat_status remat_replay_begin(const remat_analysis *a, const remat_exec_extras *extras,
+                                const remat_replay_observer *obs, remat_replay_cursor **out, remat_err *err)
+{
+    *out = NULL;
+    remat_replay_cursor *c = remat__malloc(sizeof *c);
+    if (!c)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory setting up the replay");
+    init_cursor(c, a, extras, obs, &c->result, err);
+    remat_status st = setup(c);
+    if (st == REMAT_OK) {
+        clear_state(c);
+        st = place_leaves(c);
+    }
+    if (st != REMAT_OK) {
+        remat_replay_cursor_destroy(c);
+        return st;
+    }
+    *out = c;
+    return REMAT_OK;
+}
+
+remat_status remat_replay_apply(remat_replay_cursor *c, remat_instr in, remat_err *err)
+{
+    c->err = err ? err : &c->local;
+    if (c->ended)
+        return remat_err_set(c->err, REMAT_EINVAL, "remat_replay_apply: the replay has ended");
+    if (c->failed != REMAT_OK)
+        return remat_err_set(c->err, c->failed, "remat_replay_apply: the replay already failed at instruction %zu",
+                             c->r->fail_index);
+    return apply(c, in);
+}
+
+/* Byte sums of a cost saturate: the replay reports the overflow itself. */
+static uint64_t sat_add(uint64_t x, uint64_t y)
+{
+    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
+}
+
+uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask)
+{
+    const remat_graph *g = c->g;
+    const remat_analysis *a = c->a;
+    uint64_t add = 0;
+    if (in.kind == REMAT_I_FREE)
+        return 0;
+    if (in.kind == REMAT_I_OPT)
+        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? c->extras.optimizer_workspace : 0;
+    if (in.arg >= g->n_ops)
+        return 0;
+    const remat_op *op = &g->ops[in.arg];
+    const uint32_t *out = remat_op_outputs(g, op);
+    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+        /* do_forward's step_add calls, summed. */
+        remat_category cat = in.kind == REMAT_I_RECOMPUTE ? REMAT_CAT_RECOMPUTED : REMAT_CAT_ACTIVATIONS;
+        if (mask >> cat & 1u)
+            for (uint32_t i = 0; i < op->n_out; i++) {
+                uint32_t t = out[i];
+                if (!c->res[t] && g->tensors[t].storage == t && c->cnt[t] == 0)
+                    add = sat_add(add, g->tensors[t].bytes);
+            }
+        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->workspace) : add;
+    }
+    if (in.kind != REMAT_I_BWD)
+        return 0;
+    /* do_backward's: the seed, the new input gradients, the workspace. */
+    int seed_now = !c->seeded;
+    if (seed_now)
+        for (uint32_t i = 0; i < g->n_outputs; i++) {
+            uint32_t t = g->outputs[i];
+            if (a->grad_flows[t] && (mask >> grad_category(&g->tensors[t]) & 1u))
+                add = sat_add(add, g->tensors[t].logical_bytes);
+        }
+    /* Stamps are 0 between steps (do_backward clears its own), and no
+     * instruction index + 1 is SIZE_MAX: this mark collides with none. */
+    const uint32_t *inp = remat_op_inputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = inp[i];
+        if (!a->grad_flows[t] || c->stamp[t] == SIZE_MAX)
+            continue;
+        c->stamp[t] = SIZE_MAX;
+        if (seed_now && a->is_output[t])
+            continue;
+        if (!c->grad[t] && (mask >> grad_category(&g->tensors[t]) & 1u))
+            add = sat_add(add, g->tensors[t].logical_bytes);
+    }
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (c->stamp[inp[i]] == SIZE_MAX)
+            c->stamp[inp[i]] = 0;
+    return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->bwd_workspace) : add;
+}
+
+uint64_t remat_replay_live(const remat_replay_cursor *c, uint32_t mask)
+{
+    mask &= REMAT_CAT_MASK_ALL;
+    if (mask == REMAT_CAT_MASK_ALL)
+        return c->total;
+    if (mask == REMAT_CAT_MASK_ACTIVATION)
+        return c->act_live;
+    uint64_t v = 0;
+    for (int k = 0; k < REMAT_CAT_COUNT; k++)
+        if (mask >> k & 1u)
+            v += c->live[k]; /* bounded by total */
+    return v;
+}
+
+void remat_replay_live_by_category(const remat_replay_cursor *c, uint64_t *by_category)
+{
+    memcpy(by_category, c->live, sizeof c->live);
+}
+
+int remat_replay_resident(const remat_replay_cursor *c, uint32_t tensor)
+{
+    return tensor < c->g->n_tensors && c->res[tensor];
+}
+
+const remat_replay_result *remat_replay_progress(const remat_replay_cursor *c)
+{
+    return c->r;
+}
+
+remat_status remat_replay_end(remat_replay_cursor *c, remat_replay_result *r, remat_err *err)
+{
+    memset(r, 0, sizeof *r);
+    c->err = err ? err : &c->local;
+    if (c->ended)
+        return remat_err_set(c->err, REMAT_EINVAL, "remat_replay_end: the replay has already ended");
+    remat_status st = finish(c, c->failed == REMAT_OK ? c->index : c->index + 1);
+    if (st == REMAT_OK) {
+        *r = c->result;
+        c->result.recompute_counts = NULL; /* now the caller's */
+    }
+    return st;
+}
+
+void remat_replay_cursor_destroy(remat_replay_cursor *c)
+{
+    if (!c)
+        return;
+    teardown(c);
+    remat_replay_result_destroy(&c->result);
+    remat__free(c);
 }

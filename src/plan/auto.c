@@ -43,25 +43,41 @@
 typedef struct {
     const char *strategy;
     int linearized;
-    uint32_t max_ops; /* run only on graphs of at most this many ops (0: always) */
+    unsigned flags;
+    const char *options;
 } candidate;
 
-/* Run at the budget itself. chen-greedy (a replay per threshold of its
- * grid, two variants) and chain-dp (table work plus up to 30 replays) cost
- * about 0.25 s each at 10^4 ops and 3 s at 10^5, and never gave the best
- * plan on a graph that large in `make bench BENCH=auto`; above HEAVY_MAX_OPS
- * auto leaves them out to stay within its time goal (0.5 s up to 10^4 ops,
- * 5 s at 10^5). exact runs last, from the best plan found (see
- * remat__strategy_auto). */
+#define MAX_CANDIDATES 64
+
+/* auto's candidates with every flag of `need` and none of `unwanted`,
+ * from the strategy table (remat/plan.h): in auto_rank order, each
+ * linearized variant right after its strategy. */
+static size_t candidates(unsigned need, unsigned unwanted, candidate *out)
+{
+    const remat_strategy_info *r[MAX_CANDIDATES];
+    size_t k = remat__strategies_ranked(0, r, MAX_CANDIDATES), n = 0;
+    for (size_t i = 0; i < k && n + 2 <= MAX_CANDIDATES; i++) {
+        if ((r[i]->flags & need) != need || (r[i]->flags & unwanted))
+            continue;
+        out[n++] = (candidate){r[i]->name, 0, r[i]->flags, r[i]->options};
+        if (r[i]->flags & REMAT_STRATEGY_LINEARIZED)
+            out[n++] = (candidate){r[i]->name, 1, r[i]->flags, r[i]->options};
+    }
+    return n;
+}
+
+/* Run at the budget itself: the table's REMAT_STRATEGY_AUTO entries.
+ * REMAT_STRATEGY_AUTO_HEAVY ones (chen-greedy: a replay per threshold of
+ * its grid, two variants; chain-dp: table work plus up to 30 replays) cost
+ * about 0.25 s each at 10^4 ops and 3 s at 10^5 and never gave the best
+ * plan on a graph that large in `make bench BENCH=auto`: above
+ * HEAVY_MAX_OPS auto leaves them out to stay within its time goal (0.5 s up
+ * to 10^4 ops, 5 s at 10^5). REMAT_STRATEGY_SMALL_ONLY (exact) runs last,
+ * from the best plan found (run_exact). */
 #define HEAVY_MAX_OPS 5000
+/* A strategy that reads dp_slots (chain-dp) gets 64 levels above 300 ops. */
 #define CHAIN_DP_FULL_MAX_OPS 300
 #define CHAIN_DP_AUTO_SLOTS 64
-static const candidate monotone[] = {
-    {"store-all", 0, 0},         {"sqrtn", 0, 0},  {"sqrtn", 1, 0},
-    {"chen-greedy", 0, HEAVY_MAX_OPS}, {"chen-greedy", 1, HEAVY_MAX_OPS},
-    {"revolve", 0, 0},           {"mincut", 0, 0}, {"chain-dp", 0, HEAVY_MAX_OPS},
-    {"dtr", 0, 0},
-};
 
 /* The ladder: fractions k/L of the store-all metric. L shrinks with the
  * graph (a fixed function of its size, never of the budget, so the set of
@@ -395,19 +411,30 @@ out:
     return st;
 }
 
-/* Keep-set plans that do not depend on the budget (one plan each): the
+/* Keep-set plans that do not depend on the budget (the table's
+ * REMAT_STRATEGY_BUDGET_FREE local-search starts, one plan each): the
  * local search's starting pool at every ladder point. */
-static const candidate pool_strategies[] = {{"store-all", 0, 0}, {"sqrtn", 0, 0}, {"sqrtn", 1, 0}, {"mincut", 0, 0}};
-#define POOL_N (sizeof pool_strategies / sizeof pool_strategies[0])
+#define POOL_MAX 16
 
 typedef struct {
-    uint8_t *keep[POOL_N + 1]; /* the last: the previous ladder point's result */
-    remat_eval e[POOL_N + 1];  /* judged with no budget: metric and FLOPs */
+    candidate c[POOL_MAX];
+    size_t n;
+    uint8_t *keep[POOL_MAX + 1]; /* [POOL_MAX]: the previous ladder point's result */
+    remat_eval e[POOL_MAX + 1];  /* a keep set's figures do not depend on the budget */
 } start_pool;
+
+static void pool_init(start_pool *sp)
+{
+    candidate all[MAX_CANDIDATES];
+    memset(sp, 0, sizeof *sp);
+    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START | REMAT_STRATEGY_BUDGET_FREE, 0, all);
+    sp->n = n < POOL_MAX ? n : POOL_MAX;
+    memcpy(sp->c, all, sp->n * sizeof *all);
+}
 
 static void pool_destroy(start_pool *sp)
 {
-    for (size_t i = 0; i <= POOL_N; i++)
+    for (size_t i = 0; i <= POOL_MAX; i++)
         remat__free(sp->keep[i]);
 }
 
@@ -415,7 +442,7 @@ static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *hav
 {
     remat_plan_options *o = (remat_plan_options *)Q->o;
     remat_status st = REMAT_OK;
-    for (size_t i = 0; i < POOL_N && !fatal(st); i++) {
+    for (size_t i = 0; i < sp->n && !fatal(st); i++) {
         if (have->keep[i]) { /* already run at the budget: its plan is the same */
             sp->keep[i] = have->keep[i];
             sp->e[i] = have->e[i];
@@ -426,8 +453,8 @@ static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *hav
         remat_plan_init(&cand);
         remat_eval e;
         int fk;
-        o->linearized = pool_strategies[i].linearized;
-        st = run_candidate(Q, pool_strategies[i].strategy, &cand, &e, &fk);
+        o->linearized = sp->c[i].linearized;
+        st = run_candidate(Q, sp->c[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK && fk && cand.keep) {
             sp->keep[i] = cand.keep;
             cand.keep = NULL;
@@ -450,14 +477,17 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     remat_plan cand;
     remat_eval e;
     int fk;
-    if (with_dtr) {
+    /* The table's ladder strategies (DTR: not monotone by itself). */
+    candidate heuristic[MAX_CANDIDATES];
+    size_t n_heuristic = with_dtr ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_AUTO_LADDER, 0, heuristic) : 0;
+    for (size_t i = 0; i < n_heuristic; i++) {
         remat_plan_init(&cand);
-        st = run_candidate(Q, "dtr", &cand, &e, &fk);
+        st = run_candidate(Q, heuristic[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK && remat__fits(Q, &e)) {
-            note_tried(S, "dtr");
+            note_tried(S, heuristic[i].strategy);
             remat_eval judged;
             if ((st = remat__eval_schedule(S->P, &cand.schedule, &judged)) == REMAT_OK)
-                offer(S, &cand, &judged, "dtr", fk, 0);
+                offer(S, &cand, &judged, heuristic[i].strategy, fk, 0);
         }
         remat_plan_destroy(&cand);
         if (fatal(st))
@@ -466,7 +496,7 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     uint8_t *start = NULL;
     remat_eval se = {0};
     int have = 0;
-    for (size_t i = 0; i <= POOL_N; i++) {
+    for (size_t i = 0; i <= POOL_MAX; i++) {
         if (!sp->keep[i])
             continue;
         /* A keep set's figures do not depend on the budget: judged once. */
@@ -477,12 +507,18 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
         }
     }
     remat_plan_options *o = (remat_plan_options *)Q->o;
+    /* The budget-dependent local-search starts (chen-greedy), at b. */
+    candidate starts[MAX_CANDIDATES];
+    size_t n_starts = g->n_ops <= LADDER_CHEN_MAX_OPS
+                          ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_BUDGET_FREE,
+                                       starts)
+                          : 0;
     remat_plan chen;
     remat_plan_init(&chen);
-    for (int lin = 0; lin < 2 && g->n_ops <= LADDER_CHEN_MAX_OPS; lin++) {
+    for (size_t i = 0; i < n_starts; i++) {
         remat_plan_init(&cand);
-        o->linearized = lin;
-        st = run_candidate(Q, "chen-greedy", &cand, &e, &fk);
+        o->linearized = starts[i].linearized;
+        st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK && fk && cand.keep && (!have || remat__better(Q, &e, &se))) {
             remat_plan_destroy(&chen);
             chen = cand;
@@ -537,9 +573,9 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
             offer(S, &res, &judged, "local-search", 1, flips);
         }
         remat_plan_destroy(&res);
-        remat__free(sp->keep[POOL_N]);
-        sp->keep[POOL_N] = keep;
-        sp->e[POOL_N] = se;
+        remat__free(sp->keep[POOL_MAX]);
+        sp->keep[POOL_MAX] = keep;
+        sp->e[POOL_MAX] = se;
         keep = NULL;
     }
     remat__free(keep);
@@ -648,9 +684,15 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     remat_plan_init(&cand);
     remat_eval e;
     int fk;
-    remat_status st = run_candidate(Q, "exact", &cand, &e, &fk);
+    candidate small[MAX_CANDIDATES];
+    size_t n_small = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_SMALL_ONLY, 0, small);
+    if (n_small == 0) {
+        sub->time_limit = o->time_limit;
+        return REMAT_OK;
+    }
+    remat_status st = run_candidate(Q, small[0].strategy, &cand, &e, &fk);
     if (st == REMAT_OK) {
-        note_tried(S, "exact");
+        note_tried(S, small[0].strategy);
         /* exact's own verdict for its class (a subclass of the bound's):
          * status and bound, copied from its params. */
         const char *ps = cand.params_json ? strstr(cand.params_json, "\"status\": \"") : NULL;
@@ -661,7 +703,7 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
             snprintf(S->exact_note, sizeof S->exact_note, ", \"exact\": {\"status\": \"%.*s\", \"bound\": %llu}",
                      (int)(n < 32 ? n : 32), ps, strtoull(pb + 9, NULL, 10));
         }
-        offer(S, &cand, &e, "exact", fk, 0);
+        offer(S, &cand, &e, small[0].strategy, fk, 0);
     }
     remat_plan_destroy(&cand);
     sub->time_limit = o->time_limit;
@@ -682,16 +724,18 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     remat_schedule_init(&Q.scratch);
     remat_status st = REMAT_OK;
     start_pool pool_from_b;
-    memset(&pool_from_b, 0, sizeof pool_from_b);
-    for (size_t i = 0; i < sizeof monotone / sizeof monotone[0] && !fatal(st); i++) {
-        if (monotone[i].max_ops && g->n_ops > monotone[i].max_ops)
+    pool_init(&pool_from_b);
+    candidate monotone[MAX_CANDIDATES];
+    size_t n_monotone = candidates(REMAT_STRATEGY_AUTO, REMAT_STRATEGY_SMALL_ONLY, monotone);
+    for (size_t i = 0; i < n_monotone && !fatal(st); i++) {
+        if ((monotone[i].flags & REMAT_STRATEGY_AUTO_HEAVY) && g->n_ops > HEAVY_MAX_OPS)
             continue;
         sub.linearized = monotone[i].linearized;
         /* chain-dp's default table (256 memory levels and more) costs 0.5 s
          * at 10^3 ops; 64 levels cost a third and lost nothing measurable
          * where chain-dp was auto's choice (make bench BENCH=auto). */
         sub.dp_slots = P->o->dp_slots;
-        if (strcmp(monotone[i].strategy, "chain-dp") == 0 && !P->o->dp_slots && !P->o->dp_step &&
+        if (strstr(monotone[i].options, "dp_slots") && !P->o->dp_slots && !P->o->dp_step &&
             g->n_ops > CHAIN_DP_FULL_MAX_OPS)
             sub.dp_slots = CHAIN_DP_AUTO_SLOTS;
         remat_plan cand;
@@ -704,10 +748,10 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         if (st == REMAT_OK) {
             note_tried(&S, name);
             /* The budget-free keep sets seed the ladder's pool. */
-            for (size_t j = 0; j < POOL_N; j++)
+            for (size_t j = 0; j < pool_from_b.n; j++)
                 if (fk && cand.keep && !pool_from_b.keep[j] &&
-                    strcmp(pool_strategies[j].strategy, monotone[i].strategy) == 0 &&
-                    pool_strategies[j].linearized == monotone[i].linearized) {
+                    strcmp(pool_from_b.c[j].strategy, monotone[i].strategy) == 0 &&
+                    pool_from_b.c[j].linearized == monotone[i].linearized) {
                     pool_from_b.keep[j] = remat__malloc(g->n_tensors ? g->n_tensors : 1);
                     if (pool_from_b.keep[j]) {
                         memcpy(pool_from_b.keep[j], cand.keep, g->n_tensors);
@@ -725,7 +769,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         uint8_t *all = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
         remat_eval base;
         start_pool sp;
-        memset(&sp, 0, sizeof sp);
+        pool_init(&sp);
         if (!all) {
             st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
         } else {

@@ -17,10 +17,12 @@
  *     consumer and no backward saver left to run). This is the paper's eager
  *     eviction of tensors the program has dropped: the tensor stays
  *     rebuildable, and is rebuilt if a later recomputation needs it.
- * The emitted schedule is exactly what the replay did. remat_replay then
- * judges it like any other plan, and the peak we simulated must equal the
- * replayed one: a difference means dtr_run.c and replay.c disagree, and is
- * reported as an internal error rather than trusted.
+ * The emitted schedule is exactly what the replay did: every instruction is
+ * applied to the executor's own cursor as it is emitted (dtr_run.c), so the
+ * peak DTR plans against is the executor's, and the replay's result judges
+ * the run without a second pass (arena mode adds the static arena).
+ * tests/check_engine.c checks the per-step live bytes against remat_replay,
+ * the allocation trace and an independent oracle.
  *
  * What may be evicted. The unit is a storage (a non-view activation with
  * bytes): evicting it frees it and every resident view stored in it, since
@@ -135,11 +137,19 @@ typedef struct {
 static remat_status try_run(remat_planner *P, remat_dtr_run *R, remat_dtr_config c, remat_schedule *tmp,
                             dtr_best *best)
 {
-    remat_status st = remat__dtr_run(R, c, tmp);
+    remat_replay_result r;
+    remat_status st = remat__dtr_run(R, c, tmp, &r);
     if (st != REMAT_OK || R->abandoned)
         return st;
+    /* The run replayed its schedule as it made it: only the static arena
+     * (arena mode) needs another pass. */
     remat_eval e;
-    if ((st = remat__eval_schedule(P, tmp, &e)) != REMAT_OK)
+    int arena = P->o->budget_mode == REMAT_BUDGET_MODE_ARENA && P->o->budget_kind != REMAT_BUDGET_NONE;
+    if (!arena)
+        P->evaluations++;
+    remat__eval_result(P, &r, &e);
+    remat_replay_result_destroy(&r);
+    if (arena && (st = remat__eval_schedule(P, tmp, &e)) != REMAT_OK)
         return st;
     if (!e.valid || e.metric != R->peak) {
         char b1[64], b2[64];

@@ -8,6 +8,7 @@
 #define REMAT_DTR_INTERNAL_H
 
 #include "planner.h"
+#include "../exec/replay_cursor.h"
 
 /* Up to this many candidates, an instruction that must evict considers
  * them all; above it, a deterministic random sample of REMAT_DTR_SAMPLE
@@ -54,6 +55,7 @@ typedef struct remat_dtr_static {
     uint8_t *rebuildable;         /* tensor -> an activation whose producer can be recomputed */
     double *cost;                 /* tensor -> its producer's FLOPs (0 for leaves) */
     int has_fixed;                /* some op that cannot be recomputed has an output */
+    const remat_replay_observer *obs; /* NULL; a test may watch the runs' replay (set before run_init) */
 } remat_dtr_static;
 
 /* A pending instruction: its requirements are made resident first. */
@@ -83,12 +85,18 @@ typedef struct remat_dtr_run {
     uint64_t limit, abort_above;
     remat_schedule *out;
     remat_err *err;
-    /* Residency, mirroring replay.c. */
-    uint8_t *res, *made, *grad; /* tensor: resident, produced at least once, gradient allocated */
-    uint32_t *cnt;              /* storage -> resident members */
+    /* The replay this run drives (every instruction it emits is applied
+     * there, so the executor's rules are the only ones), and its residency
+     * read in place: tensor resident, produced at least once; storage ->
+     * resident members. */
+    remat_replay_cursor *cur;
+    uint32_t mask;              /* the categories the budget caps */
+    const uint8_t *res, *made;
+    const uint32_t *cnt;
     uint32_t *lockc, *slock;    /* tensor / storage -> locks held by pending frames */
     uint32_t *fwd_rem, *bwd_rem;/* forward consumers / backward savers still to run */
-    uint64_t live, peak, clock; /* bytes that count toward the limit; op instructions so far */
+    uint64_t live, peak, clock; /* the replay's live bytes in mask (kept after every instruction), its
+                                 * peak of them, op instructions so far */
     uint32_t now;               /* the store-all step being run */
     int seeded, step_over;
     remat_dtr_frame *fr;
@@ -121,10 +129,12 @@ remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_o
 void remat__dtr_static_destroy(remat_dtr_static *S);
 remat_status remat__dtr_run_init(remat_dtr_run *R, const remat_dtr_static *S, remat_err *err);
 void remat__dtr_run_destroy(remat_dtr_run *R);
-/* Replays the store-all step under cfg, writing the schedule to out
- * (cleared first). R->peak is the simulated peak of the budget's metric;
- * R->abandoned is set when the run was abandoned (out is then partial). */
-remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out);
+/* Runs the store-all step under cfg, writing the schedule to out (cleared
+ * first) while the replay cursor judges it. R->peak is the replayed peak of
+ * the budget's metric and *r, when the run completes and r is not NULL, the
+ * replay's whole result (destroy it); R->abandoned is set when the run was
+ * abandoned (out is then partial, *r empty). */
+remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out, remat_replay_result *r);
 /* FREE of storage s and its resident views. */
 remat_status remat__dtr_evict(remat_dtr_run *R, uint32_t s);
 

@@ -2,16 +2,14 @@
  * dtr_run.c - one DTR replay: the store-all step under a memory limit,
  * emitting the schedule it performs (the design is in dtr.c).
  *
- * The accounting mirrors replay.c rule for rule, because the executor will
- * judge what we emit and dtr.c checks that both agree on the peak: leaves
- * and the ledger's extras (a step-long library workspace among them, in the
- * workspace category) are resident throughout; FWD and RECOMPUTE
- * allocate their non-resident outputs that own storage, plus workspace, for
- * the step; BWD allocates the loss's gradient seed (first BWD only) and the
- * gradients of its differentiable inputs that do not exist yet, plus its
- * workspace, and frees its outputs' gradients afterwards; FREE releases a
- * storage when its last resident member goes. Only the categories the
- * budget caps count toward the limit (all of them for --budget).
+ * There is no accounting here: every instruction the run emits is applied
+ * to a replay cursor (remat/exec.h), the executor itself, and the run reads
+ * residency, live bytes and what the next instruction would add
+ * (remat_replay_cost) from it. So the peak DTR plans against is the peak the
+ * executor replays, by construction, and a rule added to the executor
+ * (collectives, sharded state) reaches DTR with no edit here. Only the
+ * categories the budget caps count toward the limit (all of them for
+ * --budget).
  *
  * A step runs as a stack of frames: the top frame's first missing
  * requirement pushes a RECOMPUTE frame for its producer, and a frame whose
@@ -170,10 +168,6 @@ remat_status remat__dtr_run_init(remat_dtr_run *R, const remat_dtr_static *S, re
     R->a = S->a;
     R->g = g;
     R->err = err;
-    R->res = remat__calloc(nt, 1);
-    R->made = remat__calloc(nt, 1);
-    R->grad = remat__calloc(nt, 1);
-    R->cnt = remat__array(nt, sizeof *R->cnt);
     R->lockc = remat__array(nt, sizeof *R->lockc);
     R->slock = remat__array(nt, sizeof *R->slock);
     R->fwd_rem = remat__array(nt, sizeof *R->fwd_rem);
@@ -190,20 +184,23 @@ remat_status remat__dtr_run_init(remat_dtr_run *R, const remat_dtr_static *S, re
     R->node_of = remat__array(nt, sizeof *R->node_of);
     R->ev = remat__calloc(nt, 1);
     R->nsum = remat__array(nt, sizeof *R->nsum);
-    if (!R->ev || !R->nsum || !R->res || !R->made || !R->grad || !R->cnt || !R->lockc || !R->slock || !R->fwd_rem || !R->bwd_rem ||
-        !R->fr || !R->cpos || !R->cand || !R->last || !R->heap || !R->mark || !R->seen || !R->opmark || !R->dfs ||
-        !R->node_of)
+    if (!R->ev || !R->nsum || !R->lockc || !R->slock || !R->fwd_rem || !R->bwd_rem || !R->fr || !R->cpos ||
+        !R->cand || !R->last || !R->heap || !R->mark || !R->seen || !R->opmark || !R->dfs || !R->node_of)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
+    remat_status st = remat_replay_begin(S->a, S->x, S->obs, &R->cur, err);
+    if (st != REMAT_OK)
+        return st;
+    R->mask = S->kind == REMAT_BUDGET_ACTIVATION ? REMAT_CAT_MASK_ACTIVATION : REMAT_CAT_MASK_ALL;
+    R->res = R->cur->res;
+    R->made = R->cur->ever;
+    R->cnt = R->cur->cnt;
     R->thrash_cap = ((uint64_t)g->n_tensors + g->n_refs + g->n_ops + 1) * DTR_WORK_FACTOR;
     return REMAT_OK;
 }
 
 void remat__dtr_run_destroy(remat_dtr_run *R)
 {
-    remat__free(R->res);
-    remat__free(R->made);
-    remat__free(R->grad);
-    remat__free(R->cnt);
+    remat_replay_cursor_destroy(R->cur);
     remat__free(R->lockc);
     remat__free(R->slock);
     remat__free(R->fwd_rem);
@@ -228,27 +225,21 @@ void remat__dtr_run_destroy(remat_dtr_run *R)
 
 /* ------------------------------------------------------------ accounting */
 
-/* 1 if bytes of category c count toward the limit (replay.c's metric). */
-static int counted(const remat_dtr_run *R, remat_category c)
-{
-    return R->S->kind != REMAT_BUDGET_ACTIVATION || remat_category_is_activation(c);
-}
-
-/* Byte sums saturate: an overflow is the replay's to report (EOVERFLOW). */
-static uint64_t sat_add(uint64_t x, uint64_t y)
-{
-    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
-}
-
-static remat_category grad_category(const remat_tensor *t)
-{
-    return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
-}
-
+/* Appends an instruction to the schedule and applies it to the replay. An
+ * instruction the executor refuses is a bug here, reported as one. */
 static remat_status emit(remat_dtr_run *R, remat_instr_kind k, uint32_t arg)
 {
     if (remat_schedule_push(R->out, k, arg) != REMAT_OK)
         return remat_err_set(R->err, REMAT_ENOMEM, "out of memory planning dtr");
+    remat_instr in = {(uint32_t)k, arg};
+    remat_err e;
+    remat_err_init(&e);
+    remat_status st = remat_replay_apply(R->cur, in, &e);
+    if (st == REMAT_ESCHEDULE)
+        return remat_err_set(R->err, REMAT_EINTERNAL, "dtr: emitted an instruction the executor refuses: %s", e.msg);
+    if (st != REMAT_OK)
+        return remat_err_set(R->err, st, "%s", e.msg);
+    R->live = remat_replay_live(R->cur, R->mask);
     return REMAT_OK;
 }
 
@@ -273,28 +264,24 @@ static void cand_remove(remat_dtr_run *R, uint32_t s)
     R->cpos[s] = REMAT_NONE;
 }
 
-static remat_status produce(remat_dtr_run *R, uint32_t t)
+/* t is resident (again): a candidate if it may be evicted, and no longer
+ * part of an evicted neighbourhood. Idempotent. */
+static remat_status produced(remat_dtr_run *R, uint32_t t)
 {
     uint32_t s = R->g->tensors[t].storage;
-    R->res[t] = 1;
-    R->made[t] = 1;
-    if (R->cnt[s]++ == 0)
-        R->live = sat_add(R->live, R->g->tensors[s].bytes); /* activations count toward either limit */
     if (t == s && R->evictable[s])
         cand_insert(R, s);
     return remat__dtr_set_evicted(R, t, 0);
 }
 
-/* FREE t: emits it and mirrors the executor's release. */
+/* FREE t: emits it (the replay releases the storage with its last
+ * resident member). */
 static remat_status release(remat_dtr_run *R, uint32_t t)
 {
     uint32_t s = R->g->tensors[t].storage;
     remat_status st = emit(R, REMAT_I_FREE, t);
     if (st != REMAT_OK)
         return st;
-    R->res[t] = 0;
-    if (--R->cnt[s] == 0)
-        R->live -= R->g->tensors[s].bytes;
     if (t == s)
         cand_remove(R, s);
     /* Rebuildable and not banished: it joins the evicted neighbourhoods. */
@@ -372,77 +359,10 @@ static void frame_lock(remat_dtr_run *R, const remat_dtr_frame *f, int d)
     }
 }
 
-/* What the instruction allocates in counted categories, as replay.c's
- * step_add calls sum it. */
-static uint64_t step_bytes(remat_dtr_run *R, const remat_dtr_frame *f)
-{
-    const remat_graph *g = R->g;
-    const remat_analysis *a = R->a;
-    const remat_op *op = &g->ops[f->op];
-    uint64_t add = 0;
-    if (f->kind != REMAT_DTR_FR_BWD) {
-        const uint32_t *out = remat_op_outputs(g, op);
-        for (uint32_t i = 0; i < op->n_out; i++)
-            if (!R->res[out[i]] && g->tensors[out[i]].storage == out[i])
-                add = sat_add(add, g->tensors[out[i]].bytes);
-        return sat_add(add, op->workspace);
-    }
-    int seed_now = !R->seeded;
-    if (seed_now)
-        for (uint32_t i = 0; i < g->n_outputs; i++) {
-            uint32_t t = g->outputs[i];
-            if (a->grad_flows[t] && counted(R, grad_category(&g->tensors[t])))
-                add = sat_add(add, g->tensors[t].logical_bytes);
-        }
-    const uint32_t *in = remat_op_inputs(g, op);
-    uint32_t sk = remat__dtr_next_seen(R);
-    for (uint32_t i = 0; i < op->n_in; i++) {
-        uint32_t t = in[i];
-        if (!a->grad_flows[t] || R->seen[t] == sk)
-            continue;
-        R->seen[t] = sk;
-        if (seed_now && a->is_output[t])
-            continue;
-        if (!R->grad[t] && counted(R, grad_category(&g->tensors[t])))
-            add = sat_add(add, g->tensors[t].logical_bytes);
-    }
-    return sat_add(add, op->bwd_workspace);
-}
-
 static void touch(remat_dtr_run *R, const uint32_t *ts, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         R->last[R->g->tensors[ts[i]].storage] = R->clock;
-}
-
-static void add_grad(remat_dtr_run *R, uint32_t t)
-{
-    R->grad[t] = 1;
-    if (counted(R, grad_category(&R->g->tensors[t])))
-        R->live = sat_add(R->live, R->g->tensors[t].logical_bytes);
-}
-
-static void apply_backward(remat_dtr_run *R, const remat_op *op)
-{
-    const remat_graph *g = R->g;
-    const remat_analysis *a = R->a;
-    if (!R->seeded) {
-        R->seeded = 1;
-        for (uint32_t i = 0; i < g->n_outputs; i++)
-            if (a->grad_flows[g->outputs[i]])
-                add_grad(R, g->outputs[i]);
-    }
-    const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
-    for (uint32_t i = 0; i < op->n_in; i++)
-        if (a->grad_flows[in[i]] && !R->grad[in[i]])
-            add_grad(R, in[i]);
-    /* The output gradients have been read: those of activations go. */
-    for (uint32_t i = 0; i < op->n_out; i++)
-        if (R->grad[out[i]]) {
-            R->grad[out[i]] = 0;
-            if (counted(R, REMAT_CAT_ACTIVATION_GRADS))
-                R->live -= g->tensors[out[i]].logical_bytes;
-        }
 }
 
 /* Runs the frame's instruction (its requirements are resident and locked),
@@ -452,13 +372,12 @@ static remat_status execute(remat_dtr_run *R, const remat_dtr_frame *f)
     static const remat_instr_kind kinds[] = {REMAT_I_FWD, REMAT_I_RECOMPUTE, REMAT_I_BWD};
     const remat_graph *g = R->g;
     const remat_op *op = &g->ops[f->op];
-    uint64_t add = step_bytes(R, f);
+    remat_instr in = {(uint32_t)kinds[f->kind], f->op};
+    uint64_t add = remat_replay_cost(R->cur, in, R->mask);
     remat_status st = remat__dtr_make_room(R, add);
     if (st != REMAT_OK)
         return st;
-    uint64_t hw = sat_add(R->live, add);
-    if (hw > R->peak)
-        R->peak = hw;
+    uint64_t hw = R->live > UINT64_MAX - add ? UINT64_MAX : R->live + add;
     if (hw > R->abort_above) {
         R->abandoned = 1;
         return REMAT_OK;
@@ -468,12 +387,9 @@ static remat_status execute(remat_dtr_run *R, const remat_dtr_frame *f)
     uint32_t n_req;
     const uint32_t *req = frame_reqs(R, f, &n_req), *out = remat_op_outputs(g, op);
     touch(R, req, n_req);
-    if (f->kind == REMAT_DTR_FR_BWD) {
-        apply_backward(R, op);
-    } else {
+    if (f->kind != REMAT_DTR_FR_BWD) {
         for (uint32_t i = 0; i < op->n_out && st == REMAT_OK; i++)
-            if (!R->res[out[i]])
-                st = produce(R, out[i]);
+            st = produced(R, out[i]);
         if (st != REMAT_OK)
             return st;
         touch(R, out, op->n_out);
@@ -567,10 +483,6 @@ static void run_reset(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *ou
     R->abort_above = cfg.abort_above;
     R->work_cap = cfg.work_cap ? cfg.work_cap : R->thrash_cap;
     R->out = out;
-    memset(R->res, 0, nt);
-    memset(R->made, 0, nt);
-    memset(R->grad, 0, nt);
-    memset(R->cnt, 0, nt * sizeof *R->cnt);
     memset(R->lockc, 0, nt * sizeof *R->lockc);
     memset(R->slock, 0, nt * sizeof *R->slock);
     memset(R->last, 0, nt * sizeof *R->last);
@@ -589,33 +501,20 @@ static void run_reset(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *ou
     R->rng = 0x5eed0d7eULL;
 }
 
-remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out)
+remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *out, remat_replay_result *r)
 {
     const remat_graph *g = R->g;
     const remat_analysis *a = R->a;
-    const remat_exec_extras *x = R->S->x;
+    if (r)
+        memset(r, 0, sizeof *r);
     remat_schedule_clear(out);
     run_reset(R, cfg, out);
-    /* Leaves are resident throughout, as are the ledger's extras. */
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const remat_tensor *T = &g->tensors[t];
-        if (T->kind == REMAT_TENSOR_ACTIVATION)
-            continue;
-        R->res[t] = R->made[t] = 1;
-        R->cnt[t] = 1;
-        remat_category c = T->kind == REMAT_TENSOR_INPUT ? REMAT_CAT_INPUTS
-                           : T->frozen                    ? REMAT_CAT_FROZEN
-                                                          : REMAT_CAT_PARAMS;
-        if (counted(R, c))
-            R->live = sat_add(R->live, T->bytes);
-    }
-    const remat_category xc[] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
-                                 REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
-    const uint64_t xb[] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers, x->workspace};
-    for (size_t i = 0; i < sizeof xc / sizeof xc[0]; i++)
-        if (counted(R, xc[i]))
-            R->live = sat_add(R->live, xb[i]);
-    remat_status st = REMAT_OK;
+    /* Leaves are resident throughout, as are the ledger's extras: the
+     * replay placed them. */
+    remat_status st = remat__replay_restart(R->cur, R->err);
+    if (st != REMAT_OK)
+        return st;
+    R->live = remat_replay_live(R->cur, R->mask);
     for (uint32_t i = 0; i < g->n_ops && st == REMAT_OK && !R->abandoned; i++) {
         R->now = i;
         st = run_step(R, a->order[i], REMAT_DTR_FR_FWD);
@@ -631,12 +530,27 @@ remat_status remat__dtr_run(remat_dtr_run *R, remat_dtr_config cfg, remat_schedu
     if (st != REMAT_OK || R->abandoned)
         return st;
     R->now = a->n_steps - 1;
-    uint64_t hw = sat_add(R->live, x->optimizer_workspace); /* workspace counts toward either limit */
-    if (hw > R->peak)
-        R->peak = hw;
-    if (hw > R->abort_above) {
+    remat_instr opt = {REMAT_I_OPT, 0};
+    uint64_t add = remat_replay_cost(R->cur, opt, R->mask);
+    if (R->live > UINT64_MAX - add || R->live + add > R->abort_above) {
         R->abandoned = 1;
         return REMAT_OK;
     }
-    return emit(R, REMAT_I_OPT, 0);
+    if ((st = emit(R, REMAT_I_OPT, 0)) != REMAT_OK)
+        return st;
+    remat_replay_result res;
+    remat_err e;
+    remat_err_init(&e);
+    if ((st = remat_replay_end(R->cur, &res, &e)) != REMAT_OK)
+        return remat_err_set(R->err, st, "%s", e.msg);
+    if (!res.valid) {
+        remat_replay_result_destroy(&res);
+        return remat_err_set(R->err, REMAT_EINTERNAL, "dtr: the executor refuses the schedule: %s", e.msg);
+    }
+    R->peak = R->mask == REMAT_CAT_MASK_ALL ? res.peak_bytes : res.activation_peak;
+    if (r)
+        *r = res;
+    else
+        remat_replay_result_destroy(&res);
+    return REMAT_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "remat/plan.h"
 #include "../exec/builder.h"
+#include "strategies.h"
 
 typedef struct remat_planner {
     const remat_analysis *a;
@@ -42,6 +43,10 @@ typedef struct remat_eval {
 remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval *e);
 /* Replays s. */
 remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, remat_eval *e);
+/* The logical judgement of a replay already made (no arena): what
+ * remat__eval_schedule gives in logical mode, for a strategy that replayed
+ * its schedule while making it (DTR's cursor). */
+void remat__eval_result(const remat_planner *P, const remat_replay_result *r, remat_eval *e);
 int remat__fits(const remat_planner *P, const remat_eval *e);
 /* The FLOPs of s's RECOMPUTE instructions (saturating): what the replay
  * reports as extra FLOPs for a valid schedule, without replaying it, so a
@@ -70,17 +75,17 @@ void remat__blocks_destroy(remat_blocks *b);
 /* Strategies: fill out->keep (always) and out->schedule (or leave it
  * empty to have the default policy build it), and out->params_json. */
 typedef remat_status (*remat_strategy_fn)(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_store_all(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_auto(remat_planner *P, remat_plan *out);
+/* Every strategy's function, declared from the registry (strategies.h). */
+#define REMAT__DECLARE(name, fn, summary, options, flags, auto_rank, warm_rank) \
+    remat_status fn(remat_planner *P, remat_plan *out);
+REMAT__STRATEGIES(REMAT__DECLARE)
+#undef REMAT__DECLARE
 /* The strategy function of a name, NULL if unknown. */
 remat_strategy_fn remat__strategy_lookup(const char *name);
-remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_mincut(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_chain_dp(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_exact(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out);
+/* The table's entries with REMAT_STRATEGY_AUTO (warm = 0) or
+ * REMAT_STRATEGY_WARM_START (warm = 1), in auto_rank or warm_rank order;
+ * returns how many went to out (at most cap). */
+size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_t cap);
 
 /* A proven lower bound on the extra FLOPs of every schedule that runs the
  * FWD and BWD steps in the analysis's order (any RECOMPUTE and FREE between

@@ -1,16 +1,18 @@
 /*
- * trace.c - build a lifetime trace by replaying a schedule with a recording
- * observer.
+ * trace.c - build a lifetime trace from the one interval record.
  *
  * The executor is the only judge of memory, so the tracer measures nothing
- * itself: it records the replay's allocation, free and step events as
- * intervals, then sweeps the steps once and checks, per step and per
- * category, that the intervals resident during the step add up to the
- * high-water composition the replay reported, and that those resident after
- * it add up to its live bytes after. What the step counted beyond
- * its resident intervals is transient (its workspace) and becomes an
- * interval of its own (alloc == free == the step), so the document is
- * complete: every figure in it can be recomputed from the intervals alone.
+ * itself: the interval record (src/exec/intervals.h, which the allocator
+ * reads too) gives the replay's allocations, frees and each step's own
+ * workspace as intervals; this file adds why each exists and, chained to
+ * the record's replay, which steps read each storage while it is resident.
+ * It then sweeps the steps once and checks, per step and per category, that
+ * the intervals resident during the step add up to the high-water
+ * composition the replay reported, and that those resident after it add up
+ * to its live bytes after. What a step counted beyond its intervals would
+ * become a TRANSIENT interval of its own (alloc == free == the step; a
+ * correct replay has none), so the document is complete: every figure in it
+ * can be recomputed from the intervals alone.
  *
  * Event order in the replay (src/exec/replay.c) that the recorder relies on:
  * leaves and ledger extras are allocated before the first step (index 0);
@@ -20,6 +22,7 @@
  * is part of s's high-water mark, which is what the counting rule says.
  */
 #include "trace_internal.h"
+#include "../exec/intervals.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,9 +31,8 @@ typedef struct {
     const remat_analysis *a;
     const remat_graph *g;
     remat_trace *t;
-    size_t iv_cap, use_cap, use_iv_cap, steps_cap;
-    size_t *open;      /* storage -> 1 + its open interval, 0 when none */
-    size_t *open_grad; /* tensor -> 1 + its gradient's open interval */
+    const remat__intervals *rec; /* the one record, being made */
+    size_t use_cap, use_iv_cap, steps_cap;
     size_t *use_iv;    /* per recorded use: the interval it belongs to */
     remat_err *err;
 } recorder;
@@ -60,51 +62,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return 1;
 }
 
-static int on_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    recorder *R = ctx;
-    remat_trace *t = R->t;
-    if (!grow((void **)&t->iv, &R->iv_cap, t->n_intervals + 1, sizeof *t->iv))
-        return rec_fail(R, REMAT_ENOMEM, "out of memory recording intervals");
-    remat_trace_interval *iv = &t->iv[t->n_intervals];
-    memset(iv, 0, sizeof *iv);
-    iv->storage = storage;
-    iv->grad = (uint8_t)(grad != 0);
-    iv->category = (uint8_t)cat;
-    iv->bytes = bytes;
-    iv->alloc = index;
-    iv->free = REMAT_TRACE_END;
-    if (grad)
-        iv->why = REMAT_TRACE_WHY_GRADIENT;
-    else if (storage == REMAT_NONE)
-        iv->why = REMAT_TRACE_WHY_LEDGER;
-    else if (R->g->tensors[storage].kind != REMAT_TENSOR_ACTIVATION)
-        iv->why = REMAT_TRACE_WHY_LEAF;
-    else
-        iv->why = cat == REMAT_CAT_RECOMPUTED ? REMAT_TRACE_WHY_RECOMPUTED : REMAT_TRACE_WHY_PRODUCED;
-    if (storage != REMAT_NONE) {
-        size_t *open = grad ? R->open_grad : R->open;
-        if (open[storage])
-            return rec_fail(R, REMAT_EINTERNAL, "a storage was allocated twice without a free");
-        open[storage] = t->n_intervals + 1;
-    }
-    t->n_intervals++;
-    return 0;
-}
-
-static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    recorder *R = ctx;
-    (void)cat;
-    (void)bytes;
-    size_t *open = grad ? R->open_grad : R->open;
-    if (storage == REMAT_NONE || !open[storage])
-        return rec_fail(R, REMAT_EINTERNAL, "a free without a matching allocation");
-    R->t->iv[open[storage] - 1].free = index;
-    open[storage] = 0;
-    return 0;
-}
-
 /* Records that step s reads tensor x (saved: a BWD step's saves). The
  * storage's open interval owns the use. A tensor read twice by one op
  * (mul(x, x)) is one use. */
@@ -112,7 +69,7 @@ static int record_use(recorder *R, size_t s, uint32_t x, int saved)
 {
     remat_trace *t = R->t;
     uint32_t st = R->g->tensors[x].storage;
-    size_t iv = R->open[st];
+    size_t iv = remat__intervals_open(R->rec, st, 0);
     if (!iv)
         return 0; /* cannot happen for a valid step; the replay judged it */
     if (t->n_uses && t->uses[t->n_uses - 1].step == s && R->use_iv[t->n_uses - 1] == iv - 1 &&
@@ -135,13 +92,13 @@ static int on_step(void *ctx, size_t index, remat_instr in, uint64_t live_after,
     const remat_graph *g = R->g;
     if (index != t->n_steps || index >= R->steps_cap)
         return rec_fail(R, REMAT_EINTERNAL, "steps out of order");
+    (void)hw_by_category; /* the record keeps the composition */
     remat_trace_step *st = &t->steps[index];
     st->in = in;
     st->high_water = high_water;
     /* Kept to check the sweep's own figure against (see sweep). */
     st->live_after = live_after;
     st->flops = 0;
-    memcpy(t->hw + index * REMAT_CAT_COUNT, hw_by_category, REMAT_CAT_COUNT * sizeof *hw_by_category);
     t->n_steps++;
     if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
         const remat_op *op = &g->ops[in.arg];
@@ -292,6 +249,43 @@ static remat_status finish(remat_trace *t, recorder *R, remat_trace_interval *tr
     return REMAT_OK;
 }
 
+/* The record's intervals, each with why it exists, and its steps'
+ * composition and replay result, moved into the trace. */
+static remat_status take_record(remat_trace *t, remat__intervals *rec, remat_err *err)
+{
+    const remat_graph *g = t->a->g;
+    t->iv = remat__array(rec->n ? rec->n : 1, sizeof *t->iv);
+    if (!t->iv)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
+    for (size_t k = 0; k < rec->n; k++) {
+        const remat__interval *v = &rec->iv[k];
+        remat_trace_interval *iv = &t->iv[k];
+        memset(iv, 0, sizeof *iv);
+        iv->storage = v->storage;
+        iv->grad = v->grad;
+        iv->category = v->category;
+        iv->bytes = v->bytes;
+        iv->alloc = v->first;
+        iv->free = v->last == REMAT__IV_NEVER ? REMAT_TRACE_END : v->last;
+        if (v->workspace)
+            iv->why = REMAT_TRACE_WHY_WORKSPACE;
+        else if (v->grad)
+            iv->why = REMAT_TRACE_WHY_GRADIENT;
+        else if (v->storage == REMAT_NONE)
+            iv->why = REMAT_TRACE_WHY_LEDGER;
+        else if (g->tensors[v->storage].kind != REMAT_TENSOR_ACTIVATION)
+            iv->why = REMAT_TRACE_WHY_LEAF;
+        else
+            iv->why = v->category == REMAT_CAT_RECOMPUTED ? REMAT_TRACE_WHY_RECOMPUTED : REMAT_TRACE_WHY_PRODUCED;
+    }
+    t->n_intervals = rec->n;
+    t->hw = rec->hw;
+    rec->hw = NULL;
+    t->replay = rec->replay;
+    rec->replay.recompute_counts = NULL; /* now the trace's */
+    return REMAT_OK;
+}
+
 remat_status remat_trace_build(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                remat_trace **out, remat_err *err)
 {
@@ -309,32 +303,22 @@ remat_status remat_trace_build(const remat_analysis *a, const remat_schedule *s,
     R.t = t;
     R.err = err;
     R.steps_cap = s->n + 1;
-    size_t nt = g->n_tensors ? g->n_tensors : 1;
     if (t) {
         t->a = a;
         t->first_bwd = REMAT_TRACE_END;
         t->steps = remat__array(R.steps_cap, sizeof *t->steps);
-        t->hw = R.steps_cap <= SIZE_MAX / REMAT_CAT_COUNT
-                    ? remat__array(R.steps_cap * REMAT_CAT_COUNT, sizeof *t->hw)
-                    : NULL;
     }
-    R.open = remat__array(nt, sizeof *R.open);
-    R.open_grad = remat__array(nt, sizeof *R.open_grad);
-    if (!t || !t->steps || !t->hw || !R.open || !R.open_grad) {
-        remat__free(R.open);
-        remat__free(R.open_grad);
+    if (!t || !t->steps) {
         remat_trace_destroy(t);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
     }
-    remat_replay_observer obs = {&R, on_alloc, on_free, on_step};
-    remat_status st = remat_replay(a, s, extras, &obs, &t->replay, err);
-    if (st == REMAT_EINTERNAL && err->code != REMAT_EINTERNAL)
-        st = err->code; /* the recorder's own failure (ENOMEM) is in err */
-    if (st == REMAT_OK && !t->replay.valid)
-        st = REMAT_ESCHEDULE; /* err holds the replay's message: the instruction and why */
-    if (st == REMAT_OK && t->n_steps != s->n && t->n_steps != s->n + 1)
-        st = remat_err_set(err, REMAT_EINTERNAL, "trace: the replay reported %zu steps for %zu instructions",
-                           t->n_steps, s->n);
+    remat__intervals rec;
+    R.rec = &rec;
+    remat_replay_observer obs = {&R, NULL, NULL, on_step};
+    remat_status st = remat__intervals_record(a, s, extras, REMAT__IV_STEPS, &obs, &rec, err);
+    if (st == REMAT_OK)
+        st = take_record(t, &rec, err);
+    remat__intervals_destroy(&rec);
     remat_trace_interval *tr = NULL;
     size_t n_tr = 0;
     if (st == REMAT_OK)
@@ -344,8 +328,6 @@ remat_status remat_trace_build(const remat_analysis *a, const remat_schedule *s,
     if (st == REMAT_OK && t->first_bwd == REMAT_TRACE_END)
         t->first_bwd = t->n_steps;
     remat__free(tr);
-    remat__free(R.open);
-    remat__free(R.open_grad);
     remat__free(R.use_iv);
     if (st != REMAT_OK) {
         remat_trace_destroy(t);

@@ -1,0 +1,61 @@
+/*
+ * replay_cursor.h - the replay's state, for drivers inside the library.
+ *
+ * Part of exec's inner interface (src/README.md). remat/exec.h offers the
+ * cursor as an opaque handle (remat_replay_begin, _apply, _cost, _live,
+ * _end); a driver in the library that makes its own schedule while it
+ * replays it (DTR, src/plan/dtr_run.c) also reads the residency arrays here
+ * directly, in its inner loops, instead of keeping a copy of them. Nothing
+ * outside src/exec writes a field: every change goes through
+ * remat_replay_apply, so the rules of graphs/README.md live in replay.c
+ * alone.
+ */
+#ifndef REMAT_EXEC_REPLAY_CURSOR_H
+#define REMAT_EXEC_REPLAY_CURSOR_H
+
+#include "remat/exec.h"
+#include "../util/util_internal.h"
+
+struct remat_replay_cursor {
+    const remat_analysis *a;
+    const remat_graph *g;
+    const remat_replay_observer *obs; /* NULL, or &obs_copy */
+    remat_replay_observer obs_copy;
+    remat_exec_extras extras;        /* zero when none were given */
+    remat_replay_result *r;          /* &result, or the caller's (remat_replay) */
+    remat_replay_result result;
+    remat_err *err;                  /* the current call's, or &local */
+    remat_err local;
+    uint8_t *res;       /* tensor resident */
+    uint8_t *ever;      /* tensor was produced at least once */
+    uint8_t *grad;      /* gradient allocated */
+    uint8_t *cat;       /* storage -> category of its live allocation */
+    uint8_t *fwd_done, *bwd_done;
+    uint32_t *cnt;      /* storage -> resident members */
+    uint32_t *pending;  /* tensor -> backward steps still to add to its gradient */
+    size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
+    uint64_t live[REMAT_CAT_COUNT];
+    uint64_t total;
+    uint64_t act_live;            /* live bytes of the activation categories */
+    /* The current step, kept incrementally so that a step costs what it
+     * touches, not a pass over every category: what it adds per category
+     * (mask says which), the live bytes of those categories and the totals
+     * before it, and a free made during the step (FREE) to add back. */
+    uint32_t mask;
+    uint64_t add[REMAT_CAT_COUNT], base[REMAT_CAT_COUNT];
+    uint64_t base_total, base_act, add_total, add_act;
+    int undo_c;
+    uint64_t undo_b;
+    int seeded;
+    int opt_seen;
+    size_t index;       /* the instruction being applied (instructions applied so far) */
+    remat_status failed; /* REMAT_OK, or the status that stopped the replay */
+    int ended;
+};
+
+/* Starts cursor c over again from the resident leaves and extras, keeping
+ * its arrays: a driver that replays many candidate schedules of one graph
+ * (DTR) pays for the allocation once. O(tensors). */
+remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err);
+
+#endif
