@@ -19,6 +19,7 @@ extern "C" {
 typedef struct remat_compare_row {
     char strategy[32];
     int linearized;
+    int paper;               /* sqrtn, chen-greedy: the paper's reading alone ("sqrtn/paper") */
     remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
     int replayed;            /* the figures below are a replayed plan's: OK, or EINFEASIBLE with a best
                               * effort (exact may prove a budget infeasible having found none) */
@@ -28,20 +29,22 @@ typedef struct remat_compare_row {
     uint64_t extra_flops;
     double overhead;         /* extra / (forward + backward) */
     double seconds;          /* planning time, replay included */
-    /* The plan's allocations over the budget's categories (issue 11;
+    /* The plan's allocations over the budget's categories (remat/alloc.h;
      * remat_compare_run only, feasible and infeasible rows alike): */
     uint64_t best_fit_high_water; /* best-fit allocator's address-space high-water mark */
     uint64_t fragmentation;       /* best_fit_high_water - metric */
     uint64_t arena_bytes;         /* the best static offset plan's arena */
-    /* auto's certificate (issue 20), from its params: a proven lower bound on
+    /* auto's certificate, from its params: a proven lower bound on
      * the extra FLOPs of every schedule of the fixed-order class at this
      * budget (remat/plan.h), when the row has one. */
     int has_bound;
     uint64_t lower_bound;
 } remat_compare_row;
 
-/* Runs every strategy (and the linearized variants of sqrtn and
- * chen-greedy) at o's budget. rows must hold at least 16. */
+/* Runs every strategy (and, for sqrtn and chen-greedy, the linearized
+ * variants and the paper's reading: "sqrtn", "sqrtn/linearized",
+ * "sqrtn/paper", "sqrtn/paper/linearized") at o's budget. rows must hold at
+ * least 16. */
 remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options *o, remat_compare_row *rows,
                                size_t cap, size_t *n, remat_err *err);
 

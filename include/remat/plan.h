@@ -7,7 +7,7 @@
  * cannot meet the budget yields REMAT_EINFEASIBLE with a message naming the
  * smallest budget that strategy meets.
  *
- * Certificates (issue 20): an "auto" plan's params carry "lower_bound", a
+ * Certificates: an "auto" plan's params carry "lower_bound", a
  * proven lower bound on the extra FLOPs of every schedule of the
  * fixed-order class at the budget (every schedule that runs each FWD once
  * in the analysis's forward order and each backward step once in its
@@ -32,16 +32,63 @@
 #define REMAT_PLAN_H
 
 #include "remat/exec.h"
+#include "remat/alloc.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* What a budget caps (issue 11): the logical peak the executor measures,
+typedef enum { REMAT_BUDGET_NONE, REMAT_BUDGET_TOTAL, REMAT_BUDGET_ACTIVATION } remat_budget_kind;
+
+/* A plan: what a planner decided and the schedule that executes it. */
+typedef struct remat_plan {
+    char *graph_name;
+    uint64_t graph_fingerprint;
+    char *strategy;     /* "store-all", "sqrtn", ... */
+    char *params_json;  /* the strategy's parameters as a JSON object text, or NULL */
+    remat_budget_kind budget_kind;
+    uint64_t budget;    /* bytes, when budget_kind != NONE */
+    uint8_t *keep;      /* per tensor: 1 keep, 0 recompute (meaningful for activations) */
+    uint32_t n_tensors;
+    remat_schedule schedule;
+} remat_plan;
+
+/* Sets every field empty; a plan after _init is safe to destroy. */
+void remat_plan_init(remat_plan *p);
+void remat_plan_destroy(remat_plan *p);
+
+/* Reads a plan file (JSON, see README "Plan files") for graph g. Refuses a
+ * plan whose fingerprint differs from g's, naming both graphs. Every id is
+ * resolved; unknown ones are errors naming the JSON path. */
+remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t len, const char *source,
+                                  remat_plan *out, remat_err *err);
+remat_status remat_plan_load_file(const remat_graph *g, const char *path, remat_plan *out, remat_err *err);
+
+/* A plan file (format "remat-plan", version 1), with the replayed figures
+ * under "replayed" for the reader's information (ignored on load). */
+char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
+                        remat_err *err);
+
+/* remat_report_plan with the offsets of the best static plan of p's
+ * schedule over every category (extras may be NULL): what `remat plan -o`
+ * writes. *arena (may be NULL) gets the arena. NULL on failure (err). */
+char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,
+                                     const remat_exec_extras *extras, uint64_t *arena, size_t *len, remat_err *err);
+
+/* The category mask a budget kind caps (remat/exec.h): ACTIVATION for an
+ * activation budget, ALL otherwise. */
+uint32_t remat_alloc_mask_for(remat_budget_kind kind);
+
+/* What a budget caps: the logical peak the executor measures,
  * or the arena of a static offset plan of the schedule (remat/alloc.h:
  * every allocation at a fixed offset, intervals alive together never
  * sharing a byte), which is never below the logical peak. */
 typedef enum { REMAT_BUDGET_MODE_LOGICAL, REMAT_BUDGET_MODE_ARENA } remat_budget_mode;
+
+/* sqrtn, chen-greedy: which reading of Chen et al. 2016 (src/plan/segments.c
+ * names the sections): REMAT's best of the paper's segmenting and its own
+ * variations, or the PAPER's alone, as Checkmate implements it. */
+typedef enum { REMAT_CHEN_REMAT, REMAT_CHEN_PAPER } remat_chen_reading;
 
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
@@ -49,7 +96,8 @@ typedef struct remat_plan_options {
     uint64_t budget;               /* bytes */
     remat_exec_extras extras;      /* persistent state from the ledger */
     int linearized;                /* sqrtn, chen-greedy: cut anywhere, keeping every tensor live across the cut */
-    uint32_t segments;             /* sqrtn: number of segments (0 = about sqrt(ops)) */
+    uint32_t segments;             /* sqrtn: number of segments of remat's placement (0 = about sqrt(ops)) */
+    remat_chen_reading chen_reading; /* sqrtn, chen-greedy: REMAT (default) or PAPER */
     uint64_t dp_step;              /* chain-dp: memory discretization in bytes (0 = automatic) */
     uint32_t dp_slots;             /* chain-dp: number of memory slots when dp_step is 0 (0 = default) */
     double time_limit;             /* exact: seconds (0 = default) */
@@ -73,9 +121,10 @@ void remat_plan_options_init(remat_plan_options *o);
 #define REMAT_STRATEGY_WARM_START 64u  /* exact offers its plan to the solver as a start (warm_rank order) */
 #define REMAT_STRATEGY_SMALL_ONLY 128u /* auto runs it only on graphs of at most 40 ops, for at most 0.35 s,
                                         * last, from auto's best plan and bound */
-#define REMAT_STRATEGY_BUDGET_FREE 256u /* its plan does not depend on the budget: auto judges it once for
+#define REMAT_STRATEGY_PAPER 256u      /* reads `chen_reading`: compare runs the paper's reading too */
+#define REMAT_STRATEGY_BUDGET_FREE 512u /* its plan does not depend on the budget: auto judges it once for
                                          * every ladder point */
-#define REMAT_STRATEGY_AUTO_HEAVY 512u  /* auto leaves it out above 5000 ops (README, "How auto decides") */
+#define REMAT_STRATEGY_AUTO_HEAVY 1024u /* auto leaves it out above 5000 ops (README, "How auto decides") */
 
 typedef struct remat_strategy_info {
     const char *name;
@@ -101,7 +150,7 @@ typedef enum {
     REMAT_OPTION_BYTES,   /* uint64_t, a byte size (remat_parse_bytes) */
     REMAT_OPTION_SECONDS, /* double, positive */
     REMAT_OPTION_TEXT,    /* const char *, borrowed */
-    REMAT_OPTION_CHOICE   /* const char * (or the budget mode), one of `choices` */
+    REMAT_OPTION_CHOICE   /* const char * (or the enum of budget_mode, chen_reading), one of `choices` */
 } remat_option_kind;
 
 typedef struct remat_plan_option_info {

@@ -507,7 +507,7 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
         }
     }
     remat_plan_options *o = (remat_plan_options *)Q->o;
-    /* The budget-dependent local-search starts (chen-greedy), at b. */
+    /* The budget-dependent local-search starts (sqrtn, chen-greedy), at b. */
     candidate starts[MAX_CANDIDATES];
     size_t n_starts = g->n_ops <= LADDER_CHEN_MAX_OPS
                           ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_BUDGET_FREE,
@@ -518,7 +518,11 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     for (size_t i = 0; i < n_starts; i++) {
         remat_plan_init(&cand);
         o->linearized = starts[i].linearized;
+        /* A start only seeds the local search, at every ladder point: the
+         * cheap form of Chen's searches is enough (issue 15). */
+        Q->quick = 1;
         st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
+        Q->quick = 0;
         if (st == REMAT_OK && fk && cand.keep && (!have || remat__better(Q, &e, &se))) {
             remat_plan_destroy(&chen);
             chen = cand;

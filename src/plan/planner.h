@@ -24,6 +24,8 @@ typedef struct remat_planner {
     const remat_schedule *incumbent;
     uint64_t known_bound;
     int in_exact;
+    int quick;            /* a seed, not an answer (auto's ladder starts): sqrtn and chen-greedy judge only
+                           * the paper's candidates over a coarse threshold grid */
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total
