@@ -27,3 +27,10 @@ expect shard_ranks 0 'elements owned: 262464 262464 262464 262464 262464 262464 
 expect shard_compare 0 'chen-greedy              yes' -- "$REMAT" compare "$T/z.json" --dp 8 --zero 3 --budget 12MiB $ZO
 expect shard_prefetch_stage 2 '--stage3-prefetch applies to --zero 3 only (not --zero 2)' -- "$REMAT" plan "$T/z.json" --dp 8 --zero 2 --stage3-prefetch 1000 $ZO
 expect shard_prefetch_bad 2 '--stage3-prefetch' -- "$REMAT" plan "$T/z.json" --dp 8 --zero 3 --stage3-prefetch 1x $ZO
+# Figure 1 at the optimizer step, ZeRO 3 over 8 ranks: 2 Psi / 8 weights and
+# gradients (524928 B each), 8 Psi / 8 Adam moments (2099712 B), 4 Psi / 8
+# master copy (1049856 B): 16 Psi / 8 = 4199424 B in all.
+expect shard_at_opt_json 0 '"at_optimizer": {"params": 524928, "param_grads": 524928, "optimizer_state": 2099712, "master_weights": 1049856,' -- "$REMAT" replay "$T/z.json" --dp 8 --zero 3 --json $ZO
+# 15 params, each first read by its own op: 15 units gathered in forward
+# and again in backward, and one bucket (5e8 elements holds all of Psi).
+expect shard_comm_json 0 '"communication": {"collectives": 31, "elements": 6299136, "bytes": 12598272}' -- "$REMAT" replay "$T/z.json" --dp 8 --zero 3 --json $ZO
