@@ -49,13 +49,58 @@ typedef struct remat_plan_options {
 
 void remat_plan_options_init(remat_plan_options *o);
 
+/* What the rest of remat derives from a strategy's table entry. */
+#define REMAT_STRATEGY_MONOTONE 1u     /* its answer at a budget only improves as the budget grows */
+#define REMAT_STRATEGY_LINEARIZED 2u   /* reads `linearized`: auto and compare run that variant too */
+#define REMAT_STRATEGY_RUNS_OTHERS 4u  /* auto: it runs the others, so compare shows it last */
+#define REMAT_STRATEGY_AUTO 8u         /* auto runs it at the budget (in auto_rank order) */
+#define REMAT_STRATEGY_AUTO_LADDER 16u /* auto also runs it at each ladder budget (not monotone by itself) */
+#define REMAT_STRATEGY_LOCAL_START 32u /* its keep set may start auto's local search */
+#define REMAT_STRATEGY_WARM_START 64u  /* exact offers its plan to the solver as a start (warm_rank order) */
+#define REMAT_STRATEGY_SMALL_ONLY 128u /* auto runs it only on graphs of at most 40 ops, for at most 1 s */
+
 typedef struct remat_strategy_info {
     const char *name;
     const char *summary;
+    const char *options;    /* the remat_plan_options fields it reads, space-separated (see
+                             * remat_plan_option_table), or "" */
+    unsigned flags;         /* REMAT_STRATEGY_* */
+    unsigned auto_rank;     /* REMAT_STRATEGY_AUTO: auto's order (ties keep the earlier) */
+    unsigned warm_rank;     /* REMAT_STRATEGY_WARM_START: exact's order */
 } remat_strategy_info;
 
-/* The strategy table (static storage); *n gets its length. */
+/* The strategy table (static, constant storage); *n gets its length. Adding
+ * a strategy is one entry in src/plan/plan.c, its own file, and (when it
+ * has an option) a field of remat_plan_options here. */
 const remat_strategy_info *remat_plan_strategies(size_t *n);
+
+/* The options strategies read, as data: each names a remat_plan_options
+ * field (the CLI's flag is the name with '-' for '_', e.g. dp_step ->
+ * --dp-step). */
+typedef enum {
+    REMAT_OPTION_FLAG,    /* int, set to 1; no value */
+    REMAT_OPTION_COUNT,   /* uint32_t, a whole number */
+    REMAT_OPTION_BYTES,   /* uint64_t, a byte size (remat_parse_bytes) */
+    REMAT_OPTION_SECONDS, /* double, positive */
+    REMAT_OPTION_TEXT,    /* const char *, borrowed */
+    REMAT_OPTION_CHOICE   /* const char * (or the budget mode), one of `choices` */
+} remat_option_kind;
+
+typedef struct remat_plan_option_info {
+    const char *name;     /* the field */
+    remat_option_kind kind;
+    const char *arg;      /* how the value reads in a usage line ("N", "B", "S", "OPS"), NULL for a flag */
+    const char *choices;  /* CHOICE: the values, space-separated */
+    const char *help;     /* one line */
+} remat_plan_option_info;
+
+const remat_plan_option_info *remat_plan_option_table(size_t *n);
+
+/* Sets option `name` of o from its text (NULL for a flag). Errors
+ * (REMAT_EINVAL) begin with the option's name: "segments: 'x' is not a
+ * whole number"; an unknown name is "unknown option 'NAME'". TEXT values
+ * are borrowed: value must outlive o. */
+remat_status remat_plan_option_set(remat_plan_options *o, const char *name, const char *value, remat_err *err);
 
 /* Plans with o->strategy, replays the result and checks the budget. On
  * success *out owns the plan and *r the replay of its schedule (destroy

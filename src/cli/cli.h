@@ -72,6 +72,13 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph *
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
+/* The long options of remat_cli_plan_option (--strategy, the budgets, and
+ * one flag per remat_plan_option_table entry, its name in names[i]) into
+ * out; returns how many (at most 3 + cap). */
+struct option;
+size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap);
+/* " [--linearized] [--segments N] ...": the table's flags, for a usage line. */
+void remat_cli_plan_usage_options(FILE *f);
 
 
 #endif

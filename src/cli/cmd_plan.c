@@ -13,25 +13,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_ACT = 256, OPT_LINEAR, OPT_SEGMENTS, OPT_DPSTEP, OPT_DPSLOTS, OPT_TIME, OPT_NEVER, OPT_DTR_SCORE,
-       OPT_BUDGET_MODE /* issue 11 */ };
+enum { OPT_ACT = 256, OPT_TABLE = 512 /* + the option's index in remat_plan_option_table */ };
 
-static int parse_u32(const char *cmd, const char *opt, const char *s, uint32_t *out)
+/* The flag of a remat_plan_options field: dp_step -> dp-step. */
+static void flag_of(const char *field, char *buf, size_t cap)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || v > UINT32_MAX || s[0] == '-')
-        return remat_cli_usage_error(cmd, "%s: '%s' is not a whole number", opt, s);
-    *out = (uint32_t)v;
-    return REMAT_EXIT_OK;
+    size_t i = 0;
+    for (; field[i] && i + 1 < cap; i++)
+        buf[i] = field[i] == '_' ? '-' : field[i];
+    buf[i] = 0;
+}
+
+void remat_cli_plan_usage_options(FILE *f)
+{
+    size_t n;
+    const remat_plan_option_info *t = remat_plan_option_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char flag[64];
+        flag_of(t[i].name, flag, sizeof flag);
+        fprintf(f, " [--%s%s%s]", flag, t[i].arg ? " " : "", t[i].arg ? t[i].arg : "");
+    }
+}
+
+size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap)
+{
+    size_t n, k = 0;
+    const remat_plan_option_info *t = remat_plan_option_table(&n);
+    out[k++] = (struct option){"strategy", required_argument, NULL, 's'};
+    out[k++] = (struct option){"budget", required_argument, NULL, 'b'};
+    out[k++] = (struct option){"activation-budget", required_argument, NULL, OPT_ACT};
+    for (size_t i = 0; i < n && k < cap; i++) {
+        flag_of(t[i].name, names[i], sizeof names[i]);
+        out[k++] = (struct option){names[i], t[i].arg ? required_argument : no_argument, NULL, OPT_TABLE + (int)i};
+    }
+    return k;
 }
 
 /* Parses the options every planning command shares; returns an exit code.
- * Unknown options are left for the caller (returns -1 for them). */
+ * Unknown options are left for the caller (returns -1 for them). The
+ * strategies' options come from remat_plan_option_table: the library
+ * parses them, and its message, which names the field, is given back with
+ * the field spelled as this command's flag. */
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o)
 {
     remat_err err;
     remat_err_init(&err);
+    size_t n;
+    const remat_plan_option_info *t = remat_plan_option_table(&n);
     switch (c) {
     case 's': o->strategy = arg; return REMAT_EXIT_OK;
     case 'b':
@@ -42,63 +70,34 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
             return remat_cli_usage_error(cmd, "%s", err.msg);
         o->budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
         return REMAT_EXIT_OK;
-    case OPT_LINEAR: o->linearized = 1; return REMAT_EXIT_OK;
-    case OPT_SEGMENTS: return parse_u32(cmd, "--segments", arg, &o->segments);
-    case OPT_DPSLOTS: return parse_u32(cmd, "--dp-slots", arg, &o->dp_slots);
-    case OPT_DPSTEP:
-        if (remat_parse_bytes(arg, "--dp-step", &o->dp_step, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
-        return REMAT_EXIT_OK;
-    case OPT_TIME: {
-        char *end;
-        double v = strtod(arg, &end);
-        if (!*arg || *end || !(v > 0))
-            return remat_cli_usage_error(cmd, "--time-limit: '%s' is not a positive number of seconds", arg);
-        o->time_limit = v;
-        return REMAT_EXIT_OK;
     }
-    case OPT_NEVER: o->never_recompute = arg; return REMAT_EXIT_OK;
-    case OPT_DTR_SCORE: /* dtr's eviction score; checked against the list here so a typo is a usage error */
-        if (strcmp(arg, "h_dtr") != 0 && strcmp(arg, "eq") != 0 && strcmp(arg, "local") != 0 &&
-            strcmp(arg, "best") != 0)
-            return remat_cli_usage_error(cmd, "--dtr-score: '%s' is not one of h_dtr, eq, local, best", arg);
-        o->dtr_score = arg;
+    if (c < OPT_TABLE || (size_t)(c - OPT_TABLE) >= n)
+        return -1;
+    const remat_plan_option_info *in = &t[c - OPT_TABLE];
+    if (remat_plan_option_set(o, in->name, arg, &err) == REMAT_OK)
         return REMAT_EXIT_OK;
-    case OPT_BUDGET_MODE: /* issue 11: what the budget caps, the logical peak or the static arena */
-        if (strcmp(arg, "logical") == 0)
-            o->budget_mode = REMAT_BUDGET_MODE_LOGICAL;
-        else if (strcmp(arg, "arena") == 0)
-            o->budget_mode = REMAT_BUDGET_MODE_ARENA;
-        else
-            return remat_cli_usage_error(cmd, "--budget-mode: '%s' is not one of logical, arena", arg);
-        return REMAT_EXIT_OK;
-    }
-    return -1;
+    char flag[64];
+    flag_of(in->name, flag, sizeof flag);
+    size_t len = strlen(in->name);
+    if (strncmp(err.msg, in->name, len) == 0 && err.msg[len] == ':')
+        return remat_cli_usage_error(cmd, "--%s%s", flag, err.msg + len);
+    return remat_cli_usage_error(cmd, "%s", err.msg);
 }
-
-#define PLAN_LONG_OPTS                                                   \
-    {"strategy", required_argument, NULL, 's'},                         \
-    {"budget", required_argument, NULL, 'b'},                           \
-    {"activation-budget", required_argument, NULL, OPT_ACT},            \
-    {"linearized", no_argument, NULL, OPT_LINEAR},                      \
-    {"segments", required_argument, NULL, OPT_SEGMENTS},                \
-    {"dp-step", required_argument, NULL, OPT_DPSTEP},                   \
-    {"dp-slots", required_argument, NULL, OPT_DPSLOTS},                 \
-    {"time-limit", required_argument, NULL, OPT_TIME},                  \
-    {"never-recompute", required_argument, NULL, OPT_NEVER},            \
-    {"dtr-score", required_argument, NULL, OPT_DTR_SCORE},              \
-    {"budget-mode", required_argument, NULL, OPT_BUDGET_MODE}
 
 int cmd_plan(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        PLAN_LONG_OPTS,
+    static const struct option tail[] = {
         REMAT_CLI_LEDGER_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    enum { CAP = 64 };
+    struct option opts[CAP + sizeof tail / sizeof tail[0]];
+    char names[CAP][32];
+    size_t k = remat_cli_plan_long_opts(opts, names, CAP);
+    memcpy(opts + k, tail, sizeof tail);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c;
@@ -127,6 +126,15 @@ int cmd_plan(int argc, char **argv)
             printf("\nstrategies (--strategy, default auto):\n");
             for (size_t i = 0; i < n; i++)
                 printf("  %-12s %s\n", si[i].name, si[i].summary);
+            size_t no;
+            const remat_plan_option_info *t = remat_plan_option_table(&no);
+            printf("\nstrategy options:\n");
+            for (size_t i = 0; i < no; i++) {
+                char flag[64], col[96];
+                flag_of(t[i].name, flag, sizeof flag);
+                snprintf(col, sizeof col, "--%s%s%s", flag, t[i].arg ? " " : "", t[i].arg ? t[i].arg : "");
+                printf("  %-22s %s\n", col, t[i].help);
+            }
             printf("\n--budget caps the total peak (every category); --activation-budget caps activations,\n"
                    "recomputed activations, activation gradients and workspace only.\n");
             printf("--budget-mode arena makes the budget cap the arena of a static offset plan of the schedule\n"

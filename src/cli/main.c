@@ -14,9 +14,7 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
-    {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--linearized] [--segments N] [--dp-step B] "
-     "[--dp-slots N] [--time-limit S] [--never-recompute OPS] [-o PLAN] [--json]",
+    {"plan", cmd_plan, "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
@@ -63,8 +61,12 @@ static const remat_command *find_command(const char *name)
 void remat_cli_print_usage(FILE *f, const char *cmd)
 {
     const remat_command *c = find_command(cmd);
-    if (c)
-        fprintf(f, "usage: remat %s %s\n  %s\n", c->name, c->usage, c->summary);
+    if (!c)
+        return;
+    fprintf(f, "usage: remat %s %s", c->name, c->usage);
+    if (c->fn == cmd_plan) /* the strategies' options, from their table */
+        remat_cli_plan_usage_options(f);
+    fprintf(f, "\n  %s\n", c->summary);
 }
 
 static void print_help(FILE *f)

@@ -32,16 +32,27 @@
 typedef struct {
     const char *strategy;
     int linearized;
+    unsigned flags;
 } candidate;
 
-/* Run at the budget itself. */
-static const candidate monotone[] = {
-    {"store-all", 0}, {"sqrtn", 0},  {"sqrtn", 1},    {"chen-greedy", 0}, {"chen-greedy", 1},
-    {"revolve", 0},   {"mincut", 0}, {"chain-dp", 0}, {"exact", 0}, {"dtr", 0},
-};
+#define MAX_CANDIDATES 64
 
-/* Run at ladder budgets too. */
-static const candidate heuristic[] = {{"dtr", 0}};
+/* auto's candidates with every flag of `need`, from the strategy table
+ * (remat/plan.h): in auto_rank order, each linearized variant right after
+ * its strategy. Run at the budget itself: need = REMAT_STRATEGY_AUTO. */
+static size_t candidates(unsigned need, candidate *out)
+{
+    const remat_strategy_info *r[MAX_CANDIDATES];
+    size_t k = remat__strategies_ranked(0, r, MAX_CANDIDATES), n = 0;
+    for (size_t i = 0; i < k && n + 2 <= MAX_CANDIDATES; i++) {
+        if ((r[i]->flags & need) != need)
+            continue;
+        out[n++] = (candidate){r[i]->name, 0, r[i]->flags};
+        if (r[i]->flags & REMAT_STRATEGY_LINEARIZED)
+            out[n++] = (candidate){r[i]->name, 1, r[i]->flags};
+    }
+    return n;
+}
 
 /* The ladder: fractions of the store-all metric, in 1/32 steps. */
 #define LADDER 32
@@ -165,7 +176,10 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
     remat_plan cand;
     remat_eval e;
     int fk;
-    for (size_t i = 0; i < sizeof heuristic / sizeof heuristic[0]; i++) {
+    /* Run at ladder budgets too. */
+    candidate heuristic[MAX_CANDIDATES];
+    size_t n_heuristic = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_AUTO_LADDER, heuristic);
+    for (size_t i = 0; i < n_heuristic; i++) {
         remat_plan_init(&cand);
         st = run_candidate(Q, heuristic[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK && remat__fits(Q, &e)) {
@@ -179,14 +193,14 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
             return st;
     }
     /* Start: the best keep-set plan among the cheap monotone strategies. */
-    static const candidate starts[] = {{"store-all", 0}, {"sqrtn", 0}, {"sqrtn", 1},
-                                       {"chen-greedy", 0}, {"chen-greedy", 1}, {"mincut", 0}};
+    candidate starts[MAX_CANDIDATES];
+    size_t n_starts = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, starts);
     remat_plan start;
     remat_plan_init(&start);
     remat_eval se = {0};
     int have = 0;
     remat_plan_options *o = (remat_plan_options *)Q->o;
-    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+    for (size_t i = 0; i < n_starts; i++) {
         remat_plan_init(&cand);
         o->linearized = starts[i].linearized;
         st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
@@ -238,8 +252,10 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     Q.o = &sub;
     remat_schedule_init(&Q.scratch);
     remat_status st = REMAT_OK;
-    for (size_t i = 0; i < sizeof monotone / sizeof monotone[0] && !fatal(st); i++) {
-        if (strcmp(monotone[i].strategy, "exact") == 0) {
+    candidate monotone[MAX_CANDIDATES];
+    size_t n_monotone = candidates(REMAT_STRATEGY_AUTO, monotone);
+    for (size_t i = 0; i < n_monotone && !fatal(st); i++) {
+        if (monotone[i].flags & REMAT_STRATEGY_SMALL_ONLY) {
             /* The solver closes tiny graphs in well under a second and
              * rarely proves more on larger ones within seconds: give it a
              * second (or the user's shorter limit) on graphs that small. */

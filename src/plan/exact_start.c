@@ -286,10 +286,15 @@ remat_status remat__exact_round(remat_planner *P, exact_model *M, exact_pool *po
 
 remat_status remat__exact_strategies(remat_planner *P, exact_model *M, exact_pool *pool, double until)
 {
-    /* Not auto (it runs exact) nor mincut (it ignores budgets). */
-    static const char *const names[] = {"revolve", "chain-dp", "sqrtn", "chen-greedy", "dtr"};
+    /* The table's warm starts (remat/plan.h): not auto (it runs exact) nor
+     * mincut (it ignores budgets). */
+    const remat_strategy_info *warm[64];
+    size_t n_warm = remat__strategies_ranked(1, warm, 64);
+    const char *names[64];
+    for (size_t i = 0; i < n_warm; i++)
+        names[i] = warm[i]->name;
     remat_status st = REMAT_OK;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && st == REMAT_OK; i++) {
+    for (size_t i = 0; i < n_warm && st == REMAT_OK; i++) {
         remat_strategy_fn fn = remat__strategy_lookup(names[i]);
         if (!fn || remat__exact_now() >= until)
             continue;

@@ -10,49 +10,40 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct {
-    remat_strategy_info info;
-    remat_strategy_fn fn;
-} strategies[] = {
-    {{"auto", "the default: every applicable strategy plus a local search; least extra FLOPs within the budget"},
-     remat__strategy_auto},
-    {{"store-all", "keep every activation (no recomputation): the baseline and the upper bound on memory"},
-     remat__strategy_store_all},
-    {{"sqrtn", "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward"},
-     remat__strategy_sqrtn},
-    {{"chen-greedy", "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold"},
-     remat__strategy_chen_greedy},
-    {{"revolve", "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget"},
-     remat__strategy_revolve},
-    {{"chain-dp", "Beaumont et al.'s optimal dynamic program over the chain of blocks: measured per-stage costs and bytes"},
-     remat__strategy_chain_dp},
-    {{"mincut", "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)"},
-     remat__strategy_mincut},
-    {{"exact", "Checkmate-style mixed-integer program (GLPK): least extra FLOPs within the budget, with a time limit"},
-     remat__strategy_exact},
-    {{"dtr", "Kirisame et al.'s dynamic tensor rematerialization: replay under the budget, evict the lowest score, "
-             "rebuild on demand"},
-     remat__strategy_dtr},
-};
-#define N_STRATEGIES (sizeof strategies / sizeof strategies[0])
-
-static remat_strategy_info infos[N_STRATEGIES];
+#define REMAT__INFO(name, fn, summary, options, flags, auto_rank, warm_rank) \
+    {name, summary, options, flags, auto_rank, warm_rank},
+static const remat_strategy_info infos[] = {REMAT__STRATEGIES(REMAT__INFO)};
+#undef REMAT__INFO
+#define REMAT__FN(name, fn, summary, options, flags, auto_rank, warm_rank) fn,
+static const remat_strategy_fn fns[] = {REMAT__STRATEGIES(REMAT__FN)};
+#undef REMAT__FN
+#define N_STRATEGIES (sizeof infos / sizeof infos[0])
 
 remat_strategy_fn remat__strategy_lookup(const char *name)
 {
     for (size_t i = 0; i < N_STRATEGIES; i++)
-        if (strcmp(strategies[i].info.name, name) == 0)
-            return strategies[i].fn;
+        if (strcmp(infos[i].name, name) == 0)
+            return fns[i];
     return NULL;
 }
 
 const remat_strategy_info *remat_plan_strategies(size_t *n)
 {
-    /* Copy out of the combined table; the copy is idempotent and constant. */
-    for (size_t i = 0; i < N_STRATEGIES; i++)
-        infos[i] = strategies[i].info;
     *n = N_STRATEGIES;
     return infos;
+}
+
+size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_t cap)
+{
+    size_t n = 0;
+    /* Ranks are small and distinct within each order: one pass per rank. */
+    for (unsigned r = 1; r <= N_STRATEGIES && n < cap; r++)
+        for (size_t i = 0; i < N_STRATEGIES; i++) {
+            unsigned want = warm ? REMAT_STRATEGY_WARM_START : REMAT_STRATEGY_AUTO;
+            if ((infos[i].flags & want) && (warm ? infos[i].warm_rank : infos[i].auto_rank) == r && n < cap)
+                out[n++] = &infos[i];
+        }
+    return n;
 }
 
 void remat_plan_options_init(remat_plan_options *o)
@@ -182,13 +173,13 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
     remat_plan_init(out);
     memset(r, 0, sizeof *r);
     size_t i = 0;
-    while (i < N_STRATEGIES && strcmp(strategies[i].info.name, name) != 0)
+    while (i < N_STRATEGIES && strcmp(infos[i].name, name) != 0)
         i++;
     if (i == N_STRATEGIES) {
         char list[512] = "";
         for (size_t j = 0; j < N_STRATEGIES; j++) {
             strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, strategies[j].info.name, sizeof list - strlen(list) - 1);
+            strncat(list, infos[j].name, sizeof list - strlen(list) - 1);
         }
         return remat_err_set(err, REMAT_EINVAL, "--strategy: unknown strategy '%s' (known: %s)", name, list);
     }
@@ -207,7 +198,7 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
     if (!out->graph_name || !out->strategy)
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory planning");
     if (st == REMAT_OK)
-        st = strategies[i].fn(&P, out);
+        st = fns[i](&P, out);
     if (st == REMAT_EINFEASIBLE && out->schedule.n > 0) {
         /* A strategy that judged the budget itself (exact) may leave its
          * best effort in the plan: replay it, keeping the strategy's own

@@ -8,6 +8,7 @@
 
 #include "remat/plan.h"
 #include "../exec/builder.h"
+#include "strategies.h"
 
 typedef struct remat_planner {
     const remat_analysis *a;
@@ -61,17 +62,17 @@ void remat__blocks_destroy(remat_blocks *b);
 /* Strategies: fill out->keep (always) and out->schedule (or leave it
  * empty to have the default policy build it), and out->params_json. */
 typedef remat_status (*remat_strategy_fn)(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_store_all(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_auto(remat_planner *P, remat_plan *out);
+/* Every strategy's function, declared from the registry (strategies.h). */
+#define REMAT__DECLARE(name, fn, summary, options, flags, auto_rank, warm_rank) \
+    remat_status fn(remat_planner *P, remat_plan *out);
+REMAT__STRATEGIES(REMAT__DECLARE)
+#undef REMAT__DECLARE
 /* The strategy function of a name, NULL if unknown. */
 remat_strategy_fn remat__strategy_lookup(const char *name);
-remat_status remat__strategy_sqrtn(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_chen_greedy(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_mincut(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_chain_dp(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_exact(remat_planner *P, remat_plan *out);
-remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out);
+/* The table's entries with REMAT_STRATEGY_AUTO (warm = 0) or
+ * REMAT_STRATEGY_WARM_START (warm = 1), in auto_rank or warm_rank order;
+ * returns how many went to out (at most cap). */
+size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_t cap);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);

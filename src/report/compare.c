@@ -27,19 +27,20 @@ static size_t columns(const char **names, int *lin, size_t cap)
     size_t n = 0, k;
     const remat_strategy_info *s = remat_plan_strategies(&k);
     for (size_t i = 0; i < k && n < cap; i++) {
-        if (strcmp(s[i].name, "auto") == 0)
+        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
             continue;
         names[n] = s[i].name;
         lin[n++] = 0;
-        if ((strcmp(s[i].name, "sqrtn") == 0 || strcmp(s[i].name, "chen-greedy") == 0) && n < cap) {
+        if ((s[i].flags & REMAT_STRATEGY_LINEARIZED) && n < cap) {
             names[n] = s[i].name;
             lin[n++] = 1;
         }
     }
-    if (n < cap) {
-        names[n] = "auto";
-        lin[n++] = 0;
-    }
+    for (size_t i = 0; i < k && n < cap; i++)
+        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS) {
+            names[n] = s[i].name;
+            lin[n++] = 0;
+        }
     return n;
 }
 
