@@ -181,7 +181,6 @@ typedef struct {
     const remat_graph *g;
     remat_schedule *out;
     uint8_t *gathered;  /* per op (unit) */
-    uint8_t *mark;      /* per op: scratch */
     uint64_t available; /* gathered elements */
     /* Per instruction of the input: the units it reads, as a CSR list. */
     size_t *uoff;
@@ -268,11 +267,10 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     B.uoff = remat__array(n + 1, sizeof *B.uoff);
     B.units = remat__array(cap ? cap : 1, sizeof *B.units);
     B.gathered = remat__calloc(no, 1);
-    B.mark = remat__calloc(no, 1);
     uint32_t *left = remat__calloc(nt, sizeof *left);               /* per param: BWDs still to write it */
     uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
     remat_status st = REMAT_OK;
-    if (!B.uoff || !B.units || !B.gathered || !B.mark || !left || !bucket_left)
+    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left)
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
     if (st == REMAT_OK) {
         size_t at = 0;
@@ -375,7 +373,6 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     remat__free(B.uoff);
     remat__free(B.units);
     remat__free(B.gathered);
-    remat__free(B.mark);
     remat__free(left);
     remat__free(bucket_left);
     return st;
