@@ -3,6 +3,7 @@
 #   make            build/remat (CLI) and build/libremat.a
 #   make check      install missing Debian packages, build, check the src/ ladder, run every test
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
+#   make tsan       two threads planning different graphs at once, under ThreadSanitizer (build-tsan/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
 #   make bench      benchmarks that print figures (never pass/fail on time); BENCH="load ..." picks sections
 #   make fuzz       libFuzzer targets (clang) for FUZZ_SECONDS each (build-fuzz/)
@@ -29,7 +30,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 OPT     ?= -O2 -g
 CFLAGS  ?=
 CFLAGS  += -std=c11 $(OPT) $(WARN) -Iinclude -Isrc $(PKG_CFLAGS) $(GLPK_DEF) -DREMAT_VERSION=\"$(VERSION)\" -MMD -MP
-LDLIBS  += $(PKG_LIBS) $(GLPK_LIBS) -lm
+LDLIBS  += $(PKG_LIBS) $(GLPK_LIBS) -lm -pthread
 
 # Every folder under src/ except cli is part of the library (src/README.md
 # draws the ladder), so a new file in any of them builds with no edit here.
@@ -45,7 +46,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_LIB:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJ:= $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check test sanitize valgrind bench fuzz demo install uninstall clean deps
+.PHONY: all check test sanitize tsan valgrind bench fuzz demo install uninstall clean deps
 
 all: $(BUILD)/remat $(BUILD)/libremat.a
 
@@ -84,6 +85,11 @@ $(BUILD)/check_remat: $(TEST_OBJ) $(BUILD)/obj/gen/check_main.o $(BUILD)/librema
 $(BUILD)/example_api: tests/example_api.c $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/example_api.c $(BUILD)/libremat.a $(LDLIBS)
 
+# Two threads planning different graphs at once (make check runs it plain,
+# make tsan under ThreadSanitizer).
+$(BUILD)/threads: tests/threads.c $(BUILD)/libremat.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/threads.c $(BUILD)/libremat.a $(LDLIBS)
+
 $(BUILD)/bench_remat: $(BENCH_OBJ) $(BUILD)/libremat.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libremat.a $(LDLIBS)
 
@@ -92,10 +98,11 @@ deps:
 	@pkg-config --exists $(PKGS) check || sh scripts/install-deps.sh
 
 check: deps
-	$(MAKE) --no-print-directory all $(BUILD)/check_remat $(BUILD)/example_api
+	$(MAKE) --no-print-directory all $(BUILD)/check_remat $(BUILD)/example_api $(BUILD)/threads
 	sh scripts/check-layout.sh $(BUILD)
 	REMAT_FIXTURES=tests/fixtures $(BUILD)/check_remat
 	$(BUILD)/example_api
+	$(BUILD)/threads 1
 	sh tests/cli_test.sh $(BUILD)/remat
 
 test: check
@@ -105,6 +112,14 @@ sanitize: deps
 		LDFLAGS="-fsanitize=address,undefined" build-san/remat build-san/check_remat
 	CK_FORK=no REMAT_FIXTURES=tests/fixtures build-san/check_remat
 	sh tests/cli_test.sh build-san/remat
+
+# The library from two threads at once under ThreadSanitizer (build-tsan/):
+# any data race on the load, analysis, planning, replay, trace or allocator
+# paths fails it.
+tsan: deps
+	$(MAKE) --no-print-directory BUILD=build-tsan OPT="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" \
+		build-tsan/threads
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/threads 2
 
 valgrind: deps
 	$(MAKE) --no-print-directory all $(BUILD)/check_remat
@@ -162,6 +177,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/remat
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-tsan
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)

@@ -1,8 +1,14 @@
 /*
  * remat.h - umbrella header: everything a C caller needs.
  *
- * Pipeline: load (remat/graph.h) -> analyze (remat/analyze.h) -> plan and
- * replay (later stages) -> report. See README.md for a usage example.
+ * Pipeline: load (remat/graph.h) -> analyze (remat/analyze.h) -> replay
+ * (remat/schedule.h, remat/exec.h: the one judge of every peak) -> allocator
+ * and static offsets (remat/alloc.h) -> plan (remat/plan.h, remat/compare.h)
+ * -> reports and traces (remat/report.h, remat/trace.h); beside them the
+ * training-state ledger (remat/ledger.h), real training (remat/state.h,
+ * remat/train.h), importers (remat/import.h) and synthetic graphs
+ * (remat/gen.h). src/README.md maps each header to its folder. See
+ * README.md for a usage example.
  */
 #ifndef REMAT_H
 #define REMAT_H
@@ -15,6 +21,7 @@
 #include "remat/gen.h"
 #include "remat/schedule.h"
 #include "remat/exec.h"
+#include "remat/alloc.h"
 #include "remat/state.h"
 #include "remat/train.h"
 #include "remat/report.h"

@@ -11,7 +11,9 @@
 #      src/F takes from another library folder G is defined in G with F
 #      allowed to use G, so a public declaration cannot hide an upward call.
 # It also refuses a source file over MAX_LINES lines (STYLE.md: split along a
-# seam that has a name). Prints every violation and exits 1 if there is one.
+# seam that has a name), and checks the public headers (reachable from
+# remat.h, one guard, self-contained, no internal names, no issue numbers).
+# Prints every violation and exits 1 if there is one.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -84,6 +86,22 @@ for f in src/*/*.c src/*/*.h; do
             echo "layout: $f includes $inc: private to src/$gdir (its inner interface: $(exported "$gdir"))"
         fi
     done | grep . && bad=1
+done
+
+# Public headers: each reachable from remat.h, one include guard each,
+# compiling on its own, and no internal names (remat__ is for src/ only;
+# REMAT__ X-macro helpers are fine), no issue numbers, no "later stages".
+for h in include/remat/*.h; do
+    n=${h#include/}
+    grep -q "^#include \"$n\"" include/remat.h || say "$h: not included by include/remat.h"
+    [ "$(grep -c '^#ifndef REMAT_' "$h")" -eq 1 ] || say "$h: not exactly one include guard"
+    grep -n 'remat__[a-z]' "$h" | sed "s|^|layout: $h:|; s|\$| (internal name in a public header)|" | grep . && bad=1
+    grep -n -i -e 'issue [0-9]' -e 'later stage' "$h" | sed "s|^|layout: $h:|" | grep . && bad=1
+    if command -v "${CC:-cc}" >/dev/null 2>&1; then
+        printf '#include "%s"\nint main(void) { return 0; }\n' "$n" |
+            "${CC:-cc}" -std=c11 -Wall -Werror -fsyntax-only -Iinclude -x c - 2>/dev/null ||
+            say "$h: does not compile on its own"
+    fi
 done
 
 if [ -d "$BUILD/obj/src" ] && command -v nm >/dev/null 2>&1; then

@@ -59,8 +59,6 @@ extern "C" {
 #define REMAT_ALLOC_ALL REMAT_CAT_MASK_ALL
 #define REMAT_ALLOC_ACTIVATION REMAT_CAT_MASK_ACTIVATION
 
-/* The mask a budget kind caps: ACTIVATION for an activation budget, ALL otherwise. */
-uint32_t remat_alloc_mask_for(remat_budget_kind kind);
 
 /* "before" for instruction indices of state resident before the schedule,
  * and "never" for allocations that live to the end of the step. */
@@ -280,12 +278,6 @@ char *remat_report_alloc(const remat_analysis *a, const remat_schedule *s, const
  * when plan_text does not end with an object. */
 char *remat_report_plan_offsets(const remat_analysis *a, const remat_alloc_trace *t, const remat_static_result *sp,
                                 char *plan_text, size_t *len, remat_err *err);
-
-/* remat_report_plan with the offsets of the best static plan of p's
- * schedule over every category (extras may be NULL): what `remat plan -o`
- * writes. *arena (may be NULL) gets the arena. NULL on failure (err). */
-char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,
-                                     const remat_exec_extras *extras, uint64_t *arena, size_t *len, remat_err *err);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ typedef struct remat_compare_row {
     uint64_t extra_flops;
     double overhead;         /* extra / (forward + backward) */
     double seconds;          /* planning time, replay included */
-    /* The plan's allocations over the budget's categories (issue 11;
+    /* The plan's allocations over the budget's categories (remat/alloc.h;
      * remat_compare_run only, feasible and infeasible rows alike): */
     uint64_t best_fit_high_water; /* best-fit allocator's address-space high-water mark */
     uint64_t fragmentation;       /* best_fit_high_water - metric */

@@ -296,7 +296,7 @@ remat_status remat_schedule_from_keep(const remat_analysis *a, const uint8_t *ke
 /* The store-all schedule: every activation kept. */
 remat_status remat_schedule_store_all(const remat_analysis *a, remat_schedule *out, remat_err *err);
 
-/* ---- Numeric replay (issue 3, "Numeric mode"; src/train/numeric.c) ---------
+/* ---- Numeric replay (README, "Numeric mode"; src/train/numeric.c) ----------
  *
  * remat_numeric_replay executes a schedule on real memory so that a plan is
  * proved, not just accounted. It first runs remat_replay (the judge: an

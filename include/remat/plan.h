@@ -21,12 +21,54 @@
 #define REMAT_PLAN_H
 
 #include "remat/exec.h"
+#include "remat/alloc.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* What a budget caps (issue 11): the logical peak the executor measures,
+typedef enum { REMAT_BUDGET_NONE, REMAT_BUDGET_TOTAL, REMAT_BUDGET_ACTIVATION } remat_budget_kind;
+
+/* A plan: what a planner decided and the schedule that executes it. */
+typedef struct remat_plan {
+    char *graph_name;
+    uint64_t graph_fingerprint;
+    char *strategy;     /* "store-all", "sqrtn", ... */
+    char *params_json;  /* the strategy's parameters as a JSON object text, or NULL */
+    remat_budget_kind budget_kind;
+    uint64_t budget;    /* bytes, when budget_kind != NONE */
+    uint8_t *keep;      /* per tensor: 1 keep, 0 recompute (meaningful for activations) */
+    uint32_t n_tensors;
+    remat_schedule schedule;
+} remat_plan;
+
+/* Sets every field empty; a plan after _init is safe to destroy. */
+void remat_plan_init(remat_plan *p);
+void remat_plan_destroy(remat_plan *p);
+
+/* Reads a plan file (JSON, see README "Plan files") for graph g. Refuses a
+ * plan whose fingerprint differs from g's, naming both graphs. Every id is
+ * resolved; unknown ones are errors naming the JSON path. */
+remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t len, const char *source,
+                                  remat_plan *out, remat_err *err);
+remat_status remat_plan_load_file(const remat_graph *g, const char *path, remat_plan *out, remat_err *err);
+
+/* A plan file (format "remat-plan", version 1), with the replayed figures
+ * under "replayed" for the reader's information (ignored on load). */
+char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
+                        remat_err *err);
+
+/* remat_report_plan with the offsets of the best static plan of p's
+ * schedule over every category (extras may be NULL): what `remat plan -o`
+ * writes. *arena (may be NULL) gets the arena. NULL on failure (err). */
+char *remat_report_plan_with_offsets(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r,
+                                     const remat_exec_extras *extras, uint64_t *arena, size_t *len, remat_err *err);
+
+/* The category mask a budget kind caps (remat/exec.h): ACTIVATION for an
+ * activation budget, ALL otherwise. */
+uint32_t remat_alloc_mask_for(remat_budget_kind kind);
+
+/* What a budget caps: the logical peak the executor measures,
  * or the arena of a static offset plan of the schedule (remat/alloc.h:
  * every allocation at a fixed offset, intervals alive together never
  * sharing a byte), which is never below the logical peak. */

@@ -1,6 +1,7 @@
 /*
- * remat/report.h - documents for people and programs: lifetime tables and
- * JSON (and, in later stages, traces, CSV and SVG).
+ * remat/report.h - documents for people and programs: the lifetime table
+ * and the replay summary, as text or JSON (traces: remat/trace.h; the plan
+ * file: remat/plan.h; allocator reports: remat/alloc.h).
  *
  * Every function here builds the whole document in memory and returns it as
  * a NUL-terminated string the caller frees with remat_free, so that a CLI
@@ -15,6 +16,7 @@
 #define REMAT_REPORT_H
 
 #include "remat/analyze.h"
+#include "remat/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +24,7 @@ extern "C" {
 
 typedef enum { REMAT_REPORT_TEXT, REMAT_REPORT_JSON } remat_report_format;
 
-/* The lifetime table of DESIGN section 3: every step, and for every tensor
+/* The lifetime table (graphs/README.md, "Lifetimes"): every step, and for every tensor
  * its kind, bytes, birth, last forward use, last backward use, free step and
  * its gradient's lifetime. JSON:
  *   {"graph": name, "steps": ["fwd:h1", ...],
@@ -31,18 +33,6 @@ typedef enum { REMAT_REPORT_TEXT, REMAT_REPORT_JSON } remat_report_format;
  * Step fields are step names or null. O(tensors + steps). NULL on ENOMEM. */
 char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, size_t *len, remat_err *err);
 
-#ifdef __cplusplus
-}
-#endif
-#endif
-
-#ifndef REMAT_REPORT_EXEC_H
-#define REMAT_REPORT_EXEC_H
-#include "remat/exec.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Replay summary. JSON (valid):
  *   {"valid": true, "graph", "instructions", "peak_bytes", "peak_step", "peak_index",
@@ -54,10 +44,6 @@ extern "C" {
 char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, const remat_replay_result *r,
                           const remat_err *why, remat_report_format fmt, size_t *len, remat_err *err);
 
-/* A plan file (format "remat-plan", version 1), with the replayed figures
- * under "replayed" for the reader's information (ignored on load). */
-char *remat_report_plan(const remat_analysis *a, const remat_plan *p, const remat_replay_result *r, size_t *len,
-                        remat_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,10 @@
 /*
- * remat/schedule.h - plans and schedules as data.
+ * remat/schedule.h - schedules as data.
  *
- * A plan marks every activation keep or recompute and carries its schedule:
- * the instruction list FWD op, RECOMPUTE op, BWD op, FREE tensor, OPT (the
- * optimizer step, last). These types are plain data shared by the plan-file
- * reader (load), the policies that build schedules and the replay that
- * judges them (exec), and the writers (report).
+ * A schedule is the instruction list FWD op, RECOMPUTE op, BWD op, FREE
+ * tensor, OPT (the optimizer step, last) that the replay judges (exec). It
+ * is plain data shared by the policies that build schedules, the plan file
+ * (remat/plan.h: a plan carries one) and the writers (report).
  *
  *     remat_schedule s;
  *     remat_schedule_init(&s);
@@ -63,32 +62,6 @@ const char *remat_instr_text(const remat_graph *g, remat_instr in, char *buf, si
  * "bwd:h1", "free:h1", "optimizer" (i == s->n names the implied optimizer
  * step). Writes into buf. */
 const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s, size_t i, char *buf, size_t cap);
-
-typedef enum { REMAT_BUDGET_NONE, REMAT_BUDGET_TOTAL, REMAT_BUDGET_ACTIVATION } remat_budget_kind;
-
-/* A plan: what a planner decided and the schedule that executes it. */
-typedef struct remat_plan {
-    char *graph_name;
-    uint64_t graph_fingerprint;
-    char *strategy;     /* "store-all", "sqrtn", ... */
-    char *params_json;  /* the strategy's parameters as a JSON object text, or NULL */
-    remat_budget_kind budget_kind;
-    uint64_t budget;    /* bytes, when budget_kind != NONE */
-    uint8_t *keep;      /* per tensor: 1 keep, 0 recompute (meaningful for activations) */
-    uint32_t n_tensors;
-    remat_schedule schedule;
-} remat_plan;
-
-/* Sets every field empty; a plan after _init is safe to destroy. */
-void remat_plan_init(remat_plan *p);
-void remat_plan_destroy(remat_plan *p);
-
-/* Reads a plan file (JSON, see README "Plan files") for graph g. Refuses a
- * plan whose fingerprint differs from g's, naming both graphs. Every id is
- * resolved; unknown ones are errors naming the JSON path. */
-remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t len, const char *source,
-                                  remat_plan *out, remat_err *err);
-remat_status remat_plan_load_file(const remat_graph *g, const char *path, remat_plan *out, remat_err *err);
 
 #ifdef __cplusplus
 }

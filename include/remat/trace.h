@@ -124,6 +124,7 @@
 #define REMAT_TRACE_H
 
 #include "remat/exec.h"
+#include "remat/plan.h"
 #include "remat/report.h"
 
 #ifdef __cplusplus

@@ -51,9 +51,20 @@ typedef enum {
 
 #define REMAT_ERR_MSG_MAX 512
 
+/* Where an error is, as data beside the message (which says the same in
+ * words): a caller can point at the input without parsing text. Fields
+ * that do not apply are empty (""), or 0 for line and column. */
+typedef struct remat_err_loc {
+    char file[256];  /* the source as the caller named it ("graph.json") */
+    char path[256];  /* the JSON path ("ops[3].inputs[1]") */
+    int line, column; /* 1-based, of a syntax error */
+    char id[128];    /* the graph id (op or tensor) the error is about */
+} remat_err_loc;
+
 typedef struct remat_err {
     remat_status code;
     char msg[REMAT_ERR_MSG_MAX]; /* "ops[3].inputs[1]: unknown tensor 'x'" */
+    remat_err_loc loc;
 } remat_err;
 
 /* Frees memory that a remat function returned to the caller (report texts). */
@@ -72,6 +83,18 @@ remat_status remat_err_set(remat_err *err, remat_status code, const char *fmt, .
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* remat_err_set, recording loc (may be NULL) with the message when this is
+ * the first error. */
+remat_status remat_err_set_at(remat_err *err, remat_status code, const remat_err_loc *loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Fills a location (any argument may be NULL or 0). */
+void remat_err_loc_make(remat_err_loc *loc, const char *file, const char *path, int line, int column,
+                        const char *id);
 
 /* Overflow-checked u64 arithmetic: return false (and leave *out unchanged)
  * on overflow. */

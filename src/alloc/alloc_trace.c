@@ -16,11 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-uint32_t remat_alloc_mask_for(remat_budget_kind kind)
-{
-    return kind == REMAT_BUDGET_ACTIVATION ? REMAT_ALLOC_ACTIVATION : REMAT_ALLOC_ALL;
-}
-
 void remat_alloc_trace_destroy(remat_alloc_trace *t)
 {
     if (!t)

@@ -9,15 +9,23 @@
  *
  * The op graph has one vertex per op and an edge producer -> consumer for
  * every input reference to an activation (duplicates are harmless here).
+ *
+ * igraph 0.10 as Debian builds it is not thread-safe (IGRAPH_THREAD_SAFE is
+ * 0: its error handler and its cleanup stack are process-wide), so a
+ * session holds one process-wide lock from begin to end: two threads
+ * planning different graphs take turns here and nowhere else.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "igraph_adapter.h"
 #include "../util/util_internal.h"
 
 #include <igraph.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 static _Thread_local char ig_reason[256];
+static pthread_mutex_t ig_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void record_error(const char *reason, const char *file, int line, igraph_error_t code)
 {
@@ -34,6 +42,7 @@ typedef struct {
 
 static void session_begin(ig_session *s)
 {
+    pthread_mutex_lock(&ig_lock);
     ig_reason[0] = '\0';
     s->prev = igraph_set_error_handler(record_error);
     s->have_graph = 0;
@@ -44,6 +53,7 @@ static void session_end(ig_session *s)
     if (s->have_graph)
         igraph_destroy(&s->graph);
     igraph_set_error_handler(s->prev);
+    pthread_mutex_unlock(&ig_lock);
 }
 
 static remat_status ig_fail(remat_err *err, const char *what)

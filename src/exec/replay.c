@@ -53,12 +53,20 @@ remat_status remat__replay_invalid(replay *R, remat_instr in, const char *fmt, .
     R->r->fail_index = R->index;
     if (R->index == SIZE_MAX) /* end-of-schedule checks */
         R->r->fail_index = R->r->n_instructions;
+    /* The id the instruction names, as data beside the message. */
+    const char *id = NULL;
+    if (R->index != SIZE_MAX && in.kind == REMAT_I_FREE && in.arg < R->g->n_tensors)
+        id = R->g->tensors[in.arg].id;
+    else if (R->index != SIZE_MAX && in.kind != REMAT_I_FREE && in.kind != REMAT_I_OPT && in.arg < R->g->n_ops)
+        id = R->g->ops[in.arg].id;
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, NULL, NULL, 0, 0, id);
     if (R->index == SIZE_MAX)
-        remat_err_set(R->err, REMAT_ESCHEDULE, "end of schedule (after all %zu instructions): %s",
-                      (size_t)R->r->n_instructions, why);
+        remat_err_set_at(R->err, REMAT_ESCHEDULE, &loc, "end of schedule (after all %zu instructions): %s",
+                         (size_t)R->r->n_instructions, why);
     else
-        remat_err_set(R->err, REMAT_ESCHEDULE, "instruction %zu (%s): %s", R->index,
-                      remat_instr_text(R->g, in, text, sizeof text), why);
+        remat_err_set_at(R->err, REMAT_ESCHEDULE, &loc, "instruction %zu (%s): %s", R->index,
+                         remat_instr_text(R->g, in, text, sizeof text), why);
     return REMAT_ESCHEDULE;
 }
 
@@ -660,6 +668,7 @@ remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err)
 {
     const remat_graph *g = c->g;
     size_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    remat_err_init(&c->local);
     c->err = err ? err : &c->local;
     memset(c->res, 0, nt);
     memset(c->ever, 0, nt);

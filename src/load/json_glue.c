@@ -11,11 +11,15 @@
  * spare, so a stream does not malloc and free a chunk per element.
  *
  * The state is thread-local because cJSON's hooks get no user pointer. The
- * hooks themselves are process-wide; installing them again is harmless.
+ * hooks themselves are process-wide, so they are installed exactly once
+ * (pthread_once): rewriting cJSON's globals on every parse, as this file
+ * once did, is a data race between two threads loading at the same time.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "json_glue.h"
 #include "../util/util_internal.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 typedef struct cj_chunk {
@@ -89,10 +93,17 @@ static void hook_free(void *p)
         remat__free(p);
 }
 
-void remat__json_hook(void)
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void install_hooks(void)
 {
     cJSON_Hooks hooks = {hook_malloc, hook_free};
     cJSON_InitHooks(&hooks);
+}
+
+void remat__json_hook(void)
+{
+    pthread_once(&hooks_once, install_hooks);
 }
 
 cJSON *remat__json_parse(const char *text, size_t len, const char **end)

@@ -22,7 +22,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Points cJSON's allocator at remat's gate (idempotent, cheap). */
+/* Points cJSON's allocator at remat's gate, once per process (cheap after). */
 void remat__json_hook(void);
 
 /* Parses one JSON value from text[0..len) (trailing text is left to the

@@ -45,9 +45,11 @@ remat_status remat__load_fail(loader *L, remat_status code, const char *path, co
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, L->source, path, 0, 0, NULL);
     if (path && *path)
-        return remat_err_set(L->err, code, "%s: %s: %s", L->source, path, detail);
-    return remat_err_set(L->err, code, "%s: %s", L->source, detail);
+        return remat_err_set_at(L->err, code, &loc, "%s: %s: %s", L->source, path, detail);
+    return remat_err_set_at(L->err, code, &loc, "%s: %s", L->source, detail);
 }
 #define fail remat__load_fail
 

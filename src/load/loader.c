@@ -102,7 +102,9 @@ static remat_status parse_tree(loader *L, const char *text, size_t len)
         remat__json_line_col(text, len, end, &line, &col);
         if (len == 0)
             return remat_err_set(L->err, REMAT_EPARSE, "%s: empty file, not JSON", L->source);
-        return remat_err_set(L->err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", L->source, line, col);
+        remat_err_loc loc;
+        remat_err_loc_make(&loc, L->source, NULL, line, col, NULL);
+        return remat_err_set_at(L->err, REMAT_EPARSE, &loc, "%s:%d:%d: not valid JSON near here", L->source, line, col);
     }
     /* Trailing non-space after the value is an error too. */
     const char *p = end;
@@ -111,8 +113,10 @@ static remat_status parse_tree(loader *L, const char *text, size_t len)
     if (p < text + len && *p != '\0') {
         int line, col;
         remat__json_line_col(text, len, p, &line, &col);
-        return remat_err_set(L->err, REMAT_EPARSE, "%s:%d:%d: unexpected text after the JSON value", L->source, line,
-                             col);
+        remat_err_loc loc;
+        remat_err_loc_make(&loc, L->source, NULL, line, col, NULL);
+        return remat_err_set_at(L->err, REMAT_EPARSE, &loc, "%s:%d:%d: unexpected text after the JSON value",
+                                L->source, line, col);
     }
     if (!load_tree(L, root))
         return L->err->code != REMAT_OK ? L->err->code : REMAT_EGRAPH;

@@ -238,13 +238,14 @@ static remat_status emit(remat_dtr_run *R, remat_instr_kind k, uint32_t arg)
     if (remat_schedule_push(R->out, k, arg) != REMAT_OK)
         return remat_err_set(R->err, REMAT_ENOMEM, "out of memory planning dtr");
     remat_instr in = {(uint32_t)k, arg};
-    remat_err e;
-    remat_err_init(&e);
-    remat_status st = remat_replay_apply(R->cur, in, &e);
+    /* The cursor keeps its own message (its local err): an err per
+     * instruction would cost more than the instruction. */
+    remat_status st = remat_replay_apply(R->cur, in, NULL);
     if (st == REMAT_ESCHEDULE)
-        return remat_err_set(R->err, REMAT_EINTERNAL, "dtr: emitted an instruction the executor refuses: %s", e.msg);
+        return remat_err_set(R->err, REMAT_EINTERNAL, "dtr: emitted an instruction the executor refuses: %s",
+                             R->cur->local.msg);
     if (st != REMAT_OK)
-        return remat_err_set(R->err, st, "%s", e.msg);
+        return remat_err_set(R->err, st, "%s", R->cur->local.msg);
     R->live = remat_replay_live(R->cur, R->mask);
     return REMAT_OK;
 }

@@ -46,6 +46,11 @@ size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_
     return n;
 }
 
+uint32_t remat_alloc_mask_for(remat_budget_kind kind)
+{
+    return kind == REMAT_BUDGET_ACTIVATION ? REMAT_CAT_MASK_ACTIVATION : REMAT_CAT_MASK_ALL;
+}
+
 void remat_plan_options_init(remat_plan_options *o)
 {
     memset(o, 0, sizeof *o);

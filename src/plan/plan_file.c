@@ -12,7 +12,7 @@
 #include "../load/json_glue.h"
 #include "remat/alloc.h"
 #include "remat/report.h"
-#include "remat/schedule.h"
+#include "remat/plan.h"
 #include "../exec/schedule_json.h"
 
 #include <inttypes.h>
@@ -52,7 +52,9 @@ static remat_status pfail(remat_err *err, const char *source, const char *path, 
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    return remat_err_set(err, REMAT_EPLAN, "%s: %s%s%s", source, path, *path ? ": " : "", detail);
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, source, path, 0, 0, NULL);
+    return remat_err_set_at(err, REMAT_EPLAN, &loc, "%s: %s%s%s", source, path, *path ? ": " : "", detail);
 }
 
 static char *dup_or_null(const char *s)
@@ -227,7 +229,9 @@ remat_status remat_plan_load_json(const remat_graph *g, const char *text, size_t
             return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory while parsing", source);
         int line, col;
         remat__json_line_col(text, len, end, &line, &col);
-        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
+        remat_err_loc loc;
+        remat_err_loc_make(&loc, source, NULL, line, col, NULL);
+        return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s:%d:%d: not valid JSON near here", source, line, col);
     }
     remat_err local;
     remat_err_init(&local);

@@ -2,17 +2,18 @@
  * alloc.c - the single allocation gate.
  *
  * Routing every allocation through here lets the out-of-memory tests fail
- * exactly the Nth one. The counters are process-global by necessity (they
- * model the process heap); they are only written by the fault-injection hook
- * and the counting below, and normal runs never arm them.
+ * exactly the Nth one. The counters are per thread: a test arms injection
+ * (remat__alloc_fail_at) in its own thread and counts that thread's
+ * allocations, and two threads planning at once never share or race on a
+ * counter. Normal runs never arm it.
  */
 #include "util_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t alloc_count;
-static uint64_t alloc_fail_at;
+static _Thread_local uint64_t alloc_count;
+static _Thread_local uint64_t alloc_fail_at;
 
 uint64_t remat__alloc_fail_at(uint64_t n)
 {

@@ -26,6 +26,36 @@ void remat_err_init(remat_err *err)
         return;
     err->code = REMAT_OK;
     err->msg[0] = '\0';
+    memset(&err->loc, 0, sizeof err->loc);
+}
+
+void remat_err_loc_make(remat_err_loc *loc, const char *file, const char *path, int line, int column,
+                        const char *id)
+{
+    memset(loc, 0, sizeof *loc);
+    snprintf(loc->file, sizeof loc->file, "%s", file ? file : "");
+    snprintf(loc->path, sizeof loc->path, "%s", path ? path : "");
+    loc->line = line;
+    loc->column = column;
+    snprintf(loc->id, sizeof loc->id, "%s", id ? id : "");
+}
+
+remat_status remat_err_set_at(remat_err *err, remat_status code, const remat_err_loc *loc, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    if (err->code != REMAT_OK)
+        return err->code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    if (loc)
+        err->loc = *loc;
+    else
+        memset(&err->loc, 0, sizeof err->loc);
+    return code;
 }
 
 remat_status remat_err_set(remat_err *err, remat_status code, const char *fmt, ...)
@@ -36,6 +66,7 @@ remat_status remat_err_set(remat_err *err, remat_status code, const char *fmt, .
     if (err->code != REMAT_OK)
         return err->code;
     err->code = code;
+    memset(&err->loc, 0, sizeof err->loc);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);

@@ -22,10 +22,11 @@ char *remat__strdup(const char *s);
 /* calloc of count*size with the product checked; NULL on overflow too. */
 void *remat__array(size_t count, size_t size);
 
-/* Test hook: allocation number n (1-based, counted from this call) fails;
- * n = 0 turns injection off. Returns the number of allocations made since
- * the previous call. This is the only mutable global in remat: it exists
- * for fault-injection tests and is never set in normal runs. */
+/* Test hook: allocation number n (1-based, counted from this call) of the
+ * calling thread fails; n = 0 turns injection off. Returns the number of
+ * allocations the thread made since its previous call. The counters are
+ * thread-local (remat has no mutable process-wide state of its own besides
+ * the igraph lock and the once-installed cJSON hooks); only tests arm it. */
 uint64_t remat__alloc_fail_at(uint64_t n);
 
 /* The later of two steps, where UINT32_MAX (REMAT_NONE) means "no step":
