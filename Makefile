@@ -5,7 +5,8 @@
 #   make sanitize   the same tests under AddressSanitizer + UBSan (build-san/)
 #   make tsan       two threads planning different graphs at once, under ThreadSanitizer (build-tsan/)
 #   make valgrind   the unit tests under valgrind (no leaks, no errors)
-#   make bench      benchmarks that print figures (never pass/fail on time); BENCH="load ..." picks sections
+#   make bench      benchmarks that print figures (never pass/fail on time); BENCH="load ..." picks sections,
+#                   BENCH=peers PEERS=DIR: Checkmate graphs of DIR (default ../shared/checkmate-graphs)
 #   make fuzz       libFuzzer targets (clang) for FUZZ_SECONDS each (build-fuzz/)
 #   make demo       compare strategies and plan the bundled transformer at 16 MiB
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -127,10 +128,14 @@ valgrind: deps
 		--errors-for-leak-kinds=definite,indirect $(BUILD)/check_remat
 
 # BENCH names sections (make bench BENCH="load resnet50"); empty runs all.
+# PEERS: the directory of Checkmate graphs for BENCH=peers; PEERS_EXACT_S:
+# exact's GLPK time limit there (seconds).
 BENCH ?=
+PEERS ?= ../shared/checkmate-graphs
+PEERS_EXACT_S ?= 10
 bench: deps
 	$(MAKE) --no-print-directory OPT="-O2 -g" all $(BUILD)/bench_remat
-	$(BUILD)/bench_remat $(BUILD)/remat $(BENCH)
+	REMAT_PEERS_DIR="$(PEERS)" REMAT_PEERS_EXACT_S="$(PEERS_EXACT_S)" $(BUILD)/bench_remat $(BUILD)/remat $(BENCH)
 
 # Fuzzing: the graph loader (with analysis, policy, replay, reports, tracer
 # and planners), the plan reader and the importers (Checkmate, DTR logs),

@@ -9,7 +9,11 @@ Prints (figures, never pass/fail on time):
 * the plan "checkpoint every bottleneck block" (what wrapping each block in
   torch.utils.checkpoint does; scripts/checkpoint_blocks_plan.py) replayed by
   remat: its peak P and extra FLOPs E;
-* remat's `auto` at `--budget P`: its peak and extra FLOPs, and E / E_auto.
+* remat's `auto` at `--budget P`: its peak and extra FLOPs, and E / E_auto;
+* with torch (and without --no-export or --no-tables): the exporter's
+  fidelity table (scripts/torch_fidelity.py) and remat's plan in real
+  training against min-cut and checkpointing (scripts/bench_remat_torch.py),
+  figures only.
 Exits 1 if a command fails, auto does not meet P, or auto needs more than
 half of E (the claim this comparison exists to check).
 """
@@ -45,7 +49,10 @@ def main():
     ap.add_argument("remat")
     ap.add_argument("--graph", default=os.path.join(ROOT, "graphs", "resnet50-b2.json"))
     ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--no-export", action="store_true", help="plan the bundled graph; do not time an export")
+    ap.add_argument("--no-export", action="store_true",
+                    help="plan the bundled graph; do not time an export (nor print the tables below)")
+    ap.add_argument("--no-tables", action="store_true",
+                    help="skip scripts/torch_fidelity.py and scripts/bench_remat_torch.py")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="remat-bench-")
     graph = a.graph
@@ -87,7 +94,17 @@ def main():
     print("auto --budget P      peak %s, extra FLOPs %d (%.2f%%), planned in %.2f s" %
           (mib(auto["peak_bytes"]), Ea, 100.0 * Ea / fwd_bwd, t_auto))
     print("E / E_auto           %.2f" % (E / Ea if Ea else float("inf")))
-    return 0 if auto["peak_bytes"] <= P and 2 * Ea < E else 1
+    ok = auto["peak_bytes"] <= P and 2 * Ea < E
+    if have_torch and not a.no_tables:
+        # The rest of the PyTorch section: the exporter against PyTorch's own
+        # figures model by model, and remat's plan in real training against
+        # the min-cut partitioner and torch.utils.checkpoint. Figures only.
+        sys.stdout.flush()
+        for script in ("torch_fidelity.py", "bench_remat_torch.py"):
+            print("\n%s" % script)
+            sys.stdout.flush()
+            subprocess.run([sys.executable, "-W", "ignore", os.path.join(HERE, script), a.remat])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -134,3 +134,30 @@ def chain(blocks=16, width=256):
     m.remat_input = {"shape": (width,)}
     m.remat_loss = "sum"
     return m
+
+
+class LSTMModel(nn.Module):
+    """nn.LSTM over a (batch, seq, features) input, summed: its cells run as ATen ops on unsafe_split chunks,
+    with in-place sigmoid_/tanh_ on those chunks."""
+
+    def __init__(self, features=32, hidden=64, layers=2, seq=8):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, layers, batch_first=True)
+        self.remat_input = {"shape": (seq, features)}
+        self.remat_loss = "sum"
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+def lstm(features=32, hidden=64, layers=2, seq=8):
+    return LSTMModel(features, hidden, layers, seq)
+
+
+def transformer_encoder(d_model=64, heads=4, layers=2, seq=16, ff=128, dropout=0.1):
+    """nn.TransformerEncoder (post-LN layers, as PyTorch builds them) over a (batch, seq, d_model) input."""
+    layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout, batch_first=True)
+    m = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+    m.remat_input = {"shape": (seq, d_model)}
+    m.remat_loss = "sum"
+    return m

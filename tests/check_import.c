@@ -6,9 +6,19 @@
  *
  * Fixtures (tests/fixtures/checkmate/): small_train_nx.json is hand-written
  * in the layout of Checkmate's dfgraph_from_keras (conv -> relu -> fc ->
- * Loss, backward nodes named X_backward); residual_train_nx.json is made by
- * make_residual.py with networkx (a skip connection, "Grad <X>" names).
+ * Loss, backward nodes named X_backward); residual_train_nx.json (a skip
+ * connection) and fork_train_nx.json (one tensor read by two layers that are
+ * merged later) are made by make_graphs.py with networkx ("Grad <X>" names).
+ *
+ * In those graphs the gradient node of X holds grad(X's output) and is
+ * computed by the backward rule of X's consumers, so the import puts it on
+ * the BWD step of X's first consumer (graphs/README.md). Each graph's
+ * store-all schedule and peak are worked out below twice by hand: under
+ * Checkmate's own free-at-last-use model (nodes run in id order, each value
+ * freed after its last reader) and under remat's (lifetimes of DESIGN 3),
+ * and the replayed peak must be remat's figure.
  */
+#include "exec_util.h"
 #include "test_util.h"
 #include "util/util_internal.h"
 
@@ -83,6 +93,25 @@ static void check_op(const remat_graph *g, const char *id, const char *inputs, u
     ck_assert_uint_eq(op->bwd_flops, bwd_flops);
 }
 
+/* The store-all schedule's activation peak and the instruction at which
+ * it occurs ("BWD x"). */
+static uint64_t store_all_peak(const remat_analysis *a, char *step, size_t cap)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat_schedule s;
+    remat_schedule_init(&s);
+    ck_assert_int_eq(remat_schedule_store_all(a, &s, &err), REMAT_OK);
+    remat_replay_result r;
+    replay_valid(a, &s, NULL, &r);
+    remat_instr_text(a->g, s.ins[r.activation_peak_index], step, cap);
+    uint64_t peak = r.activation_peak;
+    ck_assert_uint_eq(r.flops_recompute, 0);
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    return peak;
+}
+
 START_TEST(import_should_map_the_hand_written_graph_node_by_node)
 {
     remat_graph *g;
@@ -90,12 +119,16 @@ START_TEST(import_should_map_the_hand_written_graph_node_by_node)
     remat_analysis *a = import_fixture("checkmate/small_train_nx.json", &g, &sum);
     ck_assert_str_eq(g->name, "small (hand-written)_train");
     ck_assert_uint_eq(g->n_ops, 4);
-    /* Node 6 conv_backward reads nodes 0 (conv) and 1 (relu): Checkmate's
-     * output_dep and next_outputs_deps edges. */
-    check_op(g, "conv", "input", 100, 10, 20, "conv,relu");
-    check_op(g, "relu", "conv", 100, 2, 4, "relu,fc");
-    check_op(g, "fc", "relu", 10, 5, 10, "fc,Loss");
-    check_op(g, "Loss", "fc", 4, 1, 0, "");
+    /* Node 6 conv_backward holds grad(conv) and reads conv and relu (the
+     * output_dep and next_outputs_deps edges): it is relu's backward rule,
+     * so BWD(relu) carries it. Likewise relu_backward (5) is BWD(fc)'s and
+     * fc_backward (4), which reads the loss, is BWD(Loss)'s. BWD(conv) would
+     * write the gradient of the network input, which Checkmate does not
+     * compute: it costs nothing and reads nothing. */
+    check_op(g, "conv", "input", 100, 10, 0, "");
+    check_op(g, "relu", "conv", 100, 2, 20, "conv,relu");
+    check_op(g, "fc", "relu", 10, 5, 4, "relu,fc");
+    check_op(g, "Loss", "fc", 4, 1, 10, "fc,Loss");
     ck_assert_uint_eq(g->n_outputs, 1);
     ck_assert_str_eq(g->tensors[g->outputs[0]].id, "Loss");
     /* The implicit input: 0 bytes, wants a gradient, so every op gets a
@@ -111,8 +144,21 @@ START_TEST(import_should_map_the_hand_written_graph_node_by_node)
     ck_assert_uint_eq(sum.links, 11);
     ck_assert_uint_eq(sum.saves, 6);
     ck_assert_uint_eq(sum.without_backward, 0);
-    /* relu is read last by bwd:conv (conv_backward reads it). */
-    ck_assert_uint_eq(a->life[t_tensor(g, "relu")].last_bwd_use, t_bwd(a, "conv"));
+    ck_assert_uint_eq(sum.shared, 0);
+    ck_assert_uint_eq(sum.own_step, 0);
+    /* relu is read last by conv_backward, i.e. by BWD(relu). */
+    ck_assert_uint_eq(a->life[t_tensor(g, "relu")].last_bwd_use, t_bwd(a, "relu"));
+    /* Checkmate, nodes 0..6 (live after each, freed after its last reader):
+     * conv 100, relu 200, fc 210, Loss 214, fc_backward 224 (Loss freed:
+     * 220), relu_backward 320 (fc, fc_backward freed: 300), conv_backward
+     * 400. remat: 100, 200, 210, 214; BWD(Loss) 214 + seed 4 + grad(fc) 10 =
+     * 228 (Loss and the seed freed: 220); BWD(fc) 220 + grad(relu) 100 =
+     * 320 (fc, grad(fc) freed: 300); BWD(relu) 300 + grad(conv) 100 = 400. Both peaks: 400, at the step
+     * that computes grad(conv). Compute: 18 forward, 34 backward = 52, the
+     * sum of cost_cpu. */
+    char step[64];
+    ck_assert_uint_eq(store_all_peak(a, step, sizeof step), 400);
+    ck_assert_str_eq(step, "BWD relu");
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
 }
@@ -124,18 +170,73 @@ START_TEST(import_should_map_the_networkx_residual_graph)
     remat_import_summary sum;
     remat_analysis *a = import_fixture("checkmate/residual_train_nx.json", &g, &sum);
     ck_assert_uint_eq(g->n_ops, 6);
-    /* bwd(i) = 10 - i reads i and i's consumers: Grad <stem> (node 10)
-     * reads stem, conv_a and add; the add reads both branches. */
-    check_op(g, "stem", "input", 64, 7, 14, "stem,conv_a,add");
-    check_op(g, "conv_a", "stem", 32, 11, 22, "conv_a,conv_b");
-    check_op(g, "conv_b", "conv_a", 64, 13, 26, "conv_b,add");
-    check_op(g, "add", "stem,conv_b", 64, 3, 6, "add,head");
-    check_op(g, "head", "add", 8, 5, 10, "head,Loss");
-    check_op(g, "Loss", "head", 4, 0, 0, "");
+    /* bwd(i) = 10 - i holds grad(i) and reads i and i's consumers. stem's
+     * (node 10, cost 14) reads stem, conv_a and add: stem has two consumers,
+     * conv_a and add, and its gradient is complete only when both have run
+     * backward; conv_a is the first in forward order, so its BWD (the later
+     * in backward) carries node 10's cost and reads. BWD(add) carries
+     * conv_b's gradient node (8) and accumulates into grad(stem) for free. */
+    check_op(g, "stem", "input", 64, 7, 0, "");
+    check_op(g, "conv_a", "stem", 32, 11, 14, "stem,conv_a,add");
+    check_op(g, "conv_b", "conv_a", 64, 13, 22, "conv_a,conv_b");
+    check_op(g, "add", "stem,conv_b", 64, 3, 26, "conv_b,add");
+    check_op(g, "head", "add", 8, 5, 6, "add,head");
+    check_op(g, "Loss", "head", 4, 0, 10, "head,Loss");
     ck_assert_uint_eq(sum.backward_nodes, 5);
     ck_assert_uint_eq(sum.by_layout, 0);
     ck_assert_uint_eq(sum.links, 22);
+    ck_assert_uint_eq(sum.shared, 1);
     ck_assert_uint_eq(a->n_bwd, 6);
+    /* Checkmate, nodes 0..10: forward 64, 96, 160, 224, 232, 236; Grad
+     * <head> 244 (Loss freed: 240); Grad <add> 304 (head, Grad <head>
+     * freed: 288); Grad <conv_b> 352; Grad <conv_a> 384 (conv_b, Grad
+     * <conv_b> freed: 256); Grad <stem> 320. Peak 384.
+     * remat: forward to 236; BWD(Loss) 236 + 4 + 8 = 248 (then 240);
+     * BWD(head) 240 + grad(add) 64 = 304 (then 288); BWD(add) 288 +
+     * grad(conv_b) 64 + grad(stem) 64 = 416 (then 352); BWD(conv_b) 352 +
+     * grad(conv_a) 32 = 384 (then 256); BWD(conv_a) accumulates into
+     * grad(stem): 256. Peak 416: remat's add writes grad(stem) when it runs
+     * backward (as autograd does), while Checkmate keeps Grad <add> and
+     * builds grad(stem) at the end; the two peaks differ by that tensor. */
+    char step[64];
+    ck_assert_uint_eq(store_all_peak(a, step, sizeof step), 416);
+    ck_assert_str_eq(step, "BWD add");
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(import_should_map_a_tensor_read_by_two_layers)
+{
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_fixture("checkmate/fork_train_nx.json", &g, &sum);
+    /* stem is read by left and right, which cat merges. stem's gradient
+     * node (10, cost 8) reads stem, left and right: BWD(left), the later of
+     * the two in backward, carries it; BWD(right) only accumulates into
+     * grad(stem). cat's BWD carries the gradient nodes of both its inputs
+     * (9: left, cat; 8: right, cat). */
+    check_op(g, "stem", "input", 40, 4, 0, "");
+    check_op(g, "left", "stem", 16, 6, 8, "stem,left,right");
+    check_op(g, "right", "stem", 24, 8, 0, "");
+    check_op(g, "cat", "left,right", 40, 1, 28, "left,right,cat");
+    check_op(g, "head", "cat", 8, 2, 2, "cat,head");
+    check_op(g, "Loss", "head", 4, 0, 4, "head,Loss");
+    ck_assert_uint_eq(sum.shared, 1);
+    ck_assert_uint_eq(sum.saves, 10);
+    /* right is read last by stem's gradient node, i.e. by BWD(left). */
+    ck_assert_uint_eq(a->life[t_tensor(g, "right")].last_bwd_use, t_bwd(a, "left"));
+    /* Checkmate, nodes 0..10: forward 40, 56, 80, 120, 128, 132; Grad
+     * <head> 140 (136); Grad <cat> 176 (160); Grad <right> 184; Grad <left>
+     * 200 (cat, Grad <cat> freed: 120); Grad <stem> 160. Peak 200.
+     * remat: BWD(Loss) 132 + 4 + 8 = 144 (136); BWD(head) 136 + 40 = 176
+     * (160); BWD(cat) 160 + grad(left) 16 + grad(right) 24 = 200 (cat and
+     * grad(cat) freed: 120); BWD(right) 120 + grad(stem) 40 = 160 (136);
+     * BWD(left) 136. Peak 200 in both, at the step that makes Grad <left>.
+     * Compute: forward 21 + backward 42 = 63, the sum of cost_cpu. */
+    char step[64];
+    ck_assert_uint_eq(store_all_peak(a, step, sizeof step), 200);
+    ck_assert_str_eq(step, "BWD cat");
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
 }
@@ -156,11 +257,50 @@ START_TEST(import_should_match_backward_nodes_by_layout_without_names)
     remat_graph *g;
     remat_import_summary sum;
     remat_analysis *a = import_text(json, &g, &sum);
-    check_op(g, "n0", "input", 30, 3, 6, "n0,n1"); /* the repeated link 1 -> 4 is one read */
-    check_op(g, "n1", "n0", 50, 5, 10, "n1,n2");
-    check_op(g, "n2", "n1", 4, 1, 0, "");
+    /* Node 4 (bwd of n0) is carried by n0's consumer n1; node 3 (bwd of
+     * n1) by the loss n2. The repeated link 1 -> 4 is one read. */
+    check_op(g, "n0", "input", 30, 3, 0, "");
+    check_op(g, "n1", "n0", 50, 5, 6, "n0,n1");
+    check_op(g, "n2", "n1", 4, 1, 10, "n1,n2");
     ck_assert_uint_eq(sum.by_layout, 2);
     ck_assert_uint_eq(sum.links, 8);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* One BWD step can carry several gradient nodes whose reads overlap: d
+ * reads a, b and c, and the gradient nodes of a, b and c (carried by d,
+ * their one consumer) each read a, b, c and d (as with dfgraph_from_keras's
+ * input_dep). d's saves name each value once, and its bwd_flops is the sum
+ * of the three costs. */
+START_TEST(import_should_read_each_value_once_when_one_step_carries_several_gradient_nodes)
+{
+    const char *json = "{\"nodes\": ["
+                       "{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 1, \"name\": \"b\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 2, \"name\": \"c\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 3, \"name\": \"d\", \"cost_cpu\": 1, \"cost_ram\": 8},"
+                       "{\"id\": 4, \"name\": \"Loss\", \"backward\": true, \"cost_cpu\": 0, \"cost_ram\": 4},"
+                       "{\"id\": 5, \"name\": \"d_backward\", \"backward\": true, \"cost_cpu\": 2, \"cost_ram\": 8},"
+                       "{\"id\": 6, \"name\": \"c_backward\", \"backward\": true, \"cost_cpu\": 3, \"cost_ram\": 8},"
+                       "{\"id\": 7, \"name\": \"b_backward\", \"backward\": true, \"cost_cpu\": 5, \"cost_ram\": 8},"
+                       "{\"id\": 8, \"name\": \"a_backward\", \"backward\": true, \"cost_cpu\": 7, \"cost_ram\": 8}],"
+                       " \"links\": [{\"source\": 0, \"target\": 3}, {\"source\": 1, \"target\": 3},"
+                       " {\"source\": 2, \"target\": 3}, {\"source\": 3, \"target\": 4}, {\"source\": 4, \"target\": 5},"
+                       " {\"source\": 3, \"target\": 5},"
+                       " {\"source\": 5, \"target\": 6}, {\"source\": 5, \"target\": 7}, {\"source\": 5, \"target\": 8},"
+                       " {\"source\": 0, \"target\": 6}, {\"source\": 1, \"target\": 6}, {\"source\": 2, \"target\": 6},"
+                       " {\"source\": 3, \"target\": 6}, {\"source\": 0, \"target\": 7}, {\"source\": 1, \"target\": 7},"
+                       " {\"source\": 2, \"target\": 7}, {\"source\": 3, \"target\": 7}, {\"source\": 0, \"target\": 8},"
+                       " {\"source\": 1, \"target\": 8}, {\"source\": 2, \"target\": 8}, {\"source\": 3, \"target\": 8}]}";
+    remat_graph *g;
+    remat_import_summary sum;
+    remat_analysis *a = import_text(json, &g, &sum);
+    check_op(g, "d", "a,b,c", 8, 1, 15, "a,b,c,d");
+    check_op(g, "Loss", "d", 4, 0, 2, "d,Loss");
+    check_op(g, "a", "input", 8, 1, 0, "");
+    ck_assert_uint_eq(sum.saves, 6);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
 }
@@ -362,7 +502,9 @@ Suite *import_suite(void)
     TCase *tc = tcase_create("checkmate");
     tcase_add_test(tc, import_should_map_the_hand_written_graph_node_by_node);
     tcase_add_test(tc, import_should_map_the_networkx_residual_graph);
+    tcase_add_test(tc, import_should_map_a_tensor_read_by_two_layers);
     tcase_add_test(tc, import_should_match_backward_nodes_by_layout_without_names);
+    tcase_add_test(tc, import_should_read_each_value_once_when_one_step_carries_several_gradient_nodes);
     tcase_add_test(tc, import_should_take_string_ids_and_keep_shared_names_apart);
     tcase_add_test(tc, import_should_make_an_inference_graph_without_backward_nodes);
     tcase_add_test(tc, import_should_refuse_what_is_not_a_checkmate_graph);

@@ -326,11 +326,14 @@ START_TEST(plan_should_make_auto_monotone_in_the_budget)
 }
 END_TEST
 
-/* sqrtn on a homogeneous chain of n ops: ceil(sqrt(n)) segments, so
- * ceil(sqrt(n)) - 1 kept boundaries, and each op in a segment but its last
- * is recomputed once... computed here from the kept set: every op whose
- * output is not kept and is saved by a backward step is recomputed exactly
- * once (segments are replayed once). */
+/* sqrtn on a homogeneous chain of 25 ops, as the paper states it and
+ * Checkmate implements it (solve_chen_sqrtn): 24 candidate cuts, k =
+ * floor(sqrt(24)) = 4, every 4th candidate cut (after ops 3, 7, 11, 15, 19
+ * and 23, 0-based): 6 kept boundaries, and the last segment (op 24 alone)
+ * kept: 7 kept activations. Every other activation a backward step saves
+ * is recomputed exactly once (segments are replayed once). remat's reading
+ * judges the paper's candidate too, so without a budget (least memory
+ * first) its peak is never above the paper's. */
 START_TEST(plan_should_segment_a_chain_in_sqrt_n)
 {
     remat_gen_opts o;
@@ -341,6 +344,7 @@ START_TEST(plan_should_segment_a_chain_in_sqrt_n)
     remat_plan_options po;
     remat_plan_options_init(&po);
     po.strategy = "sqrtn";
+    po.chen_reading = REMAT_CHEN_PAPER;
     remat_plan plan;
     remat_replay_result r;
     remat_err err;
@@ -354,14 +358,28 @@ START_TEST(plan_should_segment_a_chain_in_sqrt_n)
         if (!plan.keep[t] && a->life[t].last_bwd_use != REMAT_NONE)
             expect_rec++;
     }
-    ck_assert_uint_eq(kept, 4); /* 5 segments of 5 ops */
+    ck_assert_uint_eq(kept, 7);
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        uint32_t t = remat_op_outputs(g, &g->ops[a->order[i]])[0];
+        int cut = i % 4 == 3 && i <= 23;
+        ck_assert_msg(plan.keep[t] == (cut || i == 24), "op %u: keep %u", i, plan.keep[t]);
+    }
     uint64_t rec = 0;
     for (uint32_t k = 0; k < g->n_ops; k++) {
         ck_assert_uint_le(r.recompute_counts[k], 1);
         rec += r.recompute_counts[k];
     }
     ck_assert_uint_eq(rec, expect_rec);
-    ck_assert_ptr_nonnull(strstr(plan.params_json, "\"segments\": 5"));
+    ck_assert_ptr_nonnull(strstr(plan.params_json, "\"segments\": 7"));
+    ck_assert_ptr_nonnull(strstr(plan.params_json, "\"last_segment\": \"kept\""));
+    ck_assert_ptr_nonnull(strstr(plan.params_json, "\"reading\": \"paper\""));
+    uint64_t paper_peak = r.activation_peak;
+    remat_replay_result_destroy(&r);
+    remat_plan_destroy(&plan);
+    po.chen_reading = REMAT_CHEN_REMAT;
+    ck_assert_int_eq(remat_plan_make(a, &po, &plan, &r, &err), REMAT_OK);
+    ck_assert_uint_le(r.activation_peak, paper_peak);
+    ck_assert_ptr_nonnull(strstr(plan.params_json, "\"reading\": \"remat\""));
     remat_replay_result_destroy(&r);
     remat_plan_destroy(&plan);
     remat_analysis_destroy(a);

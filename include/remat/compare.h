@@ -19,6 +19,7 @@ extern "C" {
 typedef struct remat_compare_row {
     char strategy[32];
     int linearized;
+    int paper;               /* sqrtn, chen-greedy: the paper's reading alone ("sqrtn/paper") */
     remat_status status;     /* OK, EINFEASIBLE, or why it did not run */
     int replayed;            /* the figures below are a replayed plan's: OK, or EINFEASIBLE with a best
                               * effort (exact may prove a budget infeasible having found none) */
@@ -35,8 +36,10 @@ typedef struct remat_compare_row {
     uint64_t arena_bytes;         /* the best static offset plan's arena */
 } remat_compare_row;
 
-/* Runs every strategy (and the linearized variants of sqrtn and
- * chen-greedy) at o's budget. rows must hold at least 16. */
+/* Runs every strategy (and, for sqrtn and chen-greedy, the linearized
+ * variants and the paper's reading: "sqrtn", "sqrtn/linearized",
+ * "sqrtn/paper", "sqrtn/paper/linearized") at o's budget. rows must hold at
+ * least 16. */
 remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options *o, remat_compare_row *rows,
                                size_t cap, size_t *n, remat_err *err);
 

@@ -7,30 +7,52 @@
  * describe a training step as one networkx DiGraph saved as node-link JSON:
  * forward nodes, a loss node and backward nodes, each with `cost_cpu` and
  * `cost_ram` (the bytes of the one tensor it produces), edges from every
- * value a node reads. remat describes only the forward graph and derives the
- * backward pass from each op's `saves`, so the import turns every backward
- * node into the `saves` and `bwd_flops` of the forward op it belongs to:
+ * value a node reads. In Checkmate's dfgraph_from_keras
+ * (checkmate/tf2_keras/extraction.py) the backward node of layer I, bwd(I),
+ * holds the gradient of I's OUTPUT (cost_ram = I's bytes) and is computed by
+ * the backward rule of I's consumers: for each consumer C it reads C's
+ * output and bwd(C) (next_outputs_deps), and it reads I (output_dep). In
+ * remat that work is BWD(C), which reads grad(C) and writes the gradients of
+ * C's inputs. remat derives the backward pass from each op's `saves`, so the
+ * import puts every backward node on the BWD step of a consumer:
  *
  *   forward node X            op X: bytes = cost_ram, flops = cost_cpu,
  *                             inputs = its forward predecessors in node order
  *                             (a node with none reads the implicit input)
  *   loss node (backward: true,  op "Loss" (the graph output): its inputs are
- *   no backward predecessor)  its forward predecessors; bwd_flops 0 (its
- *                             cost_cpu is counted once, in flops)
- *   backward node of X        X's bwd_flops = its cost_cpu; X's saves = the
- *   ("X_backward", "Grad <X>", forward nodes and the loss with an edge into
- *   or by Checkmate's layout)  it, in node order: the tensors it reads
+ *   no backward predecessor)  its forward predecessors; flops = its cost_cpu
+ *   backward node bwd(I)      carried by BWD(C1), C1 = I's first consumer in
+ *                             node order (the loss counts): C1's bwd_flops +=
+ *                             its cost_cpu; C1's saves += the forward nodes
+ *                             and the loss with an edge into it
+ *   several consumers         bwd(I) can only run once every consumer's
+ *                             gradient exists; in remat's backward (reverse
+ *                             forward order) that is BWD(C1), the last of
+ *                             them, so C1 carries all of bwd(I)'s cost and
+ *                             reads; the other consumers' BWD steps only
+ *                             accumulate into grad(I) (no cost, no reads)
+ *   bwd(X), X read by nothing carried by X's own BWD step (summary.own_step)
  *   backward -> backward edge the gradient flow, which remat derives itself
  *   implicit input            "input", 0 bytes, requires_grad when the file
- *                             has backward nodes (so a gradient flows into
- *                             every op, as Checkmate's per-layer weights make
- *                             it); read by every forward node without
- *                             forward predecessors
+ *                             has backward nodes (so every op gets a BWD
+ *                             step); the first layer's BWD writes its 0-byte
+ *                             gradient, which Checkmate does not compute, and
+ *                             carries nothing unless the first layer
+ *                             consumes another
  *
- * A forward node without a backward node saves nothing and costs nothing in
- * backward. A file without backward nodes is an inference graph: its sinks
+ * So forward + backward compute is the sum of cost_cpu, and on a chain the
+ * store-all schedule holds the same values at every step as Checkmate's
+ * free-at-last-use schedule (plus the loss's gradient seed, cost_ram of the
+ * loss, at BWD(Loss)). Where a tensor has several consumers the two differ
+ * in one way (graphs/README.md works an example): remat's later consumer
+ * writes grad(I) when it runs backward, as autograd does, while Checkmate
+ * keeps that consumer's output gradient until bwd(I) runs.
+ * A forward node without a backward node carries nothing for itself. A file
+ * without backward nodes is an inference graph: its sinks
  * are the outputs and no gradient flows. The converted graph's "meta" names
- * the source and the node counts; each op's "attrs" keeps its node ids.
+ * the source and the node counts; each op's "attrs" keeps its node id, the
+ * id of the backward node of its output ("backward_node") and the backward
+ * nodes its BWD step carries ("computes").
  *
  *     char *json; size_t len;
  *     if (remat_import_checkmate_file("resnet_train_nx.json", NULL, &json, &len, &err) != REMAT_OK)
@@ -52,6 +74,8 @@ typedef struct remat_import_summary {
     uint32_t backward_nodes;  /* backward nodes, not counting the loss */
     uint32_t by_layout;       /* backward nodes matched by Checkmate's index layout, not by name */
     uint32_t without_backward; /* forward nodes no backward node belongs to */
+    uint32_t shared;          /* gradient nodes of a tensor with several consumers (one BWD carries each) */
+    uint32_t own_step;        /* gradient nodes of a forward node nothing reads (carried by its own BWD) */
     uint32_t links;           /* links read (duplicates included) */
     uint64_t saves;           /* references written into saves */
 } remat_import_summary;

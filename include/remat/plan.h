@@ -74,13 +74,19 @@ uint32_t remat_alloc_mask_for(remat_budget_kind kind);
  * sharing a byte), which is never below the logical peak. */
 typedef enum { REMAT_BUDGET_MODE_LOGICAL, REMAT_BUDGET_MODE_ARENA } remat_budget_mode;
 
+/* sqrtn, chen-greedy: which reading of Chen et al. 2016 (src/plan/segments.c
+ * names the sections): REMAT's best of the paper's segmenting and its own
+ * variations, or the PAPER's alone, as Checkmate implements it. */
+typedef enum { REMAT_CHEN_REMAT, REMAT_CHEN_PAPER } remat_chen_reading;
+
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
     remat_budget_kind budget_kind; /* NONE: the strategy's unconstrained choice */
     uint64_t budget;               /* bytes */
     remat_exec_extras extras;      /* persistent state from the ledger */
     int linearized;                /* sqrtn, chen-greedy: cut anywhere, keeping every tensor live across the cut */
-    uint32_t segments;             /* sqrtn: number of segments (0 = about sqrt(ops)) */
+    uint32_t segments;             /* sqrtn: number of segments of remat's placement (0 = about sqrt(ops)) */
+    remat_chen_reading chen_reading; /* sqrtn, chen-greedy: REMAT (default) or PAPER */
     uint64_t dp_step;              /* chain-dp: memory discretization in bytes (0 = automatic) */
     uint32_t dp_slots;             /* chain-dp: number of memory slots when dp_step is 0 (0 = default) */
     double time_limit;             /* exact: seconds (0 = default) */
@@ -100,6 +106,7 @@ void remat_plan_options_init(remat_plan_options *o);
 #define REMAT_STRATEGY_LOCAL_START 32u /* its keep set may start auto's local search */
 #define REMAT_STRATEGY_WARM_START 64u  /* exact offers its plan to the solver as a start (warm_rank order) */
 #define REMAT_STRATEGY_SMALL_ONLY 128u /* auto runs it only on graphs of at most 40 ops, for at most 1 s */
+#define REMAT_STRATEGY_PAPER 256u      /* reads `chen_reading`: compare runs the paper's reading too */
 
 typedef struct remat_strategy_info {
     const char *name;
@@ -125,7 +132,7 @@ typedef enum {
     REMAT_OPTION_BYTES,   /* uint64_t, a byte size (remat_parse_bytes) */
     REMAT_OPTION_SECONDS, /* double, positive */
     REMAT_OPTION_TEXT,    /* const char *, borrowed */
-    REMAT_OPTION_CHOICE   /* const char * (or the budget mode), one of `choices` */
+    REMAT_OPTION_CHOICE   /* const char * (or the enum of budget_mode, chen_reading), one of `choices` */
 } remat_option_kind;
 
 typedef struct remat_plan_option_info {

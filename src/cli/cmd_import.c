@@ -104,10 +104,11 @@ int cmd_import(int argc, char **argv)
             fprintf(f,
                     "imported %s: %u forward nodes, %s, %u backward nodes (%u matched by Checkmate's layout, not "
                     "by name), %u links -> graph '%s': %u ops, %u backward steps, %llu saves; %u forward nodes "
-                    "without a backward node\n",
+                    "without a backward node; %u gradient nodes of a tensor with several consumers (each carried "
+                    "by its first consumer's backward step), %u of a tensor nothing reads\n",
                     path, sum.forward_nodes, sum.backward_nodes ? "a loss" : "no loss (an inference graph)",
                     sum.backward_nodes, sum.by_layout, sum.links, g->name, g->n_ops, a->n_bwd,
-                    (unsigned long long)sum.saves, sum.without_backward);
+                    (unsigned long long)sum.saves, sum.without_backward, sum.shared, sum.own_step);
         if (strcmp(out, "-") != 0)
             fprintf(f, "graph written to %s\n", out);
     }

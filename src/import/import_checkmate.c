@@ -456,6 +456,50 @@ static void put_id_list(remat_buf *b, const char *key, const char *const *ids, u
     remat_buf_puts(b, "]");
 }
 
+/* The consumer-side rule (dfgraph_from_keras, checkmate/tf2_keras/
+ * extraction.py: for a layer C reading I it adds I -> C, bwd(C) -> bwd(I) and,
+ * with next_outputs_deps, C -> bwd(I); with output_dep, I -> bwd(I)): the
+ * gradient node bwd(I) is the gradient of I's output, computed by the backward
+ * rule of I's consumers. In remat that work is BWD(C), which writes the
+ * gradients of C's inputs. When I has several consumers, bwd(I) is one node
+ * that can only run once every consumer's gradient exists; in remat's
+ * backward (reverse forward order) that moment is the BWD of I's consumer
+ * that comes first in forward order, so that step carries bwd(I)'s whole
+ * cost and every forward value bwd(I) reads; the other consumers' BWD steps
+ * only accumulate into grad(I). A gradient node of a forward node that
+ * nothing reads has no consumer: it stays with its own node's BWD.
+ * carrier[v] is the op (node index) whose BWD carries node v's gradient
+ * node, or NONE. */
+static void assign_carriers(const cx *c, uint32_t *carrier, remat_import_summary *sum)
+{
+    for (uint32_t v = 0; v < c->n; v++)
+        carrier[v] = NONE;
+    for (uint32_t v = 0; v < c->n; v++) {
+        const cnode *x = &c->nodes[v];
+        if (x->backward && !x->is_loss)
+            continue;
+        for (uint32_t k = 0; k < x->n_in; k++) {
+            uint32_t u = c->preds[x->in_off + k];
+            const cnode *ux = &c->nodes[u];
+            if ((ux->backward && !ux->is_loss) || ux->bwd == NONE)
+                continue;
+            if (carrier[u] == NONE)
+                carrier[u] = v; /* v runs in node order: the first consumer */
+        }
+    }
+    for (uint32_t v = 0; v < c->n; v++) {
+        const cnode *x = &c->nodes[v];
+        if (x->bwd == NONE)
+            continue;
+        if (carrier[v] == NONE) {
+            carrier[v] = v;
+            sum->own_step++;
+        } else if (x->n_fwd_succ > 1) {
+            sum->shared++;
+        }
+    }
+}
+
 static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, remat_import_summary *sum)
 {
     int training = loss != NONE;
@@ -468,8 +512,19 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
                                    "output (a cycle?)");
     }
     const char **ids = remat__array((size_t)c->n + 1, sizeof *ids);
-    if (!ids)
+    uint32_t *carrier = remat__array(c->n, sizeof *carrier);
+    uint32_t *reads = remat__array((size_t)c->n + 1, sizeof *reads);
+    uint32_t *carried = remat__array((size_t)c->n + 1, sizeof *carried);
+    uint32_t *mark = remat__calloc(c->n, sizeof *mark);
+    if (!ids || !carrier || !reads || !carried || !mark) {
+        remat__free(mark);
+        remat__free(ids);
+        remat__free(carrier);
+        remat__free(reads);
+        remat__free(carried);
         return nomem(c);
+    }
+    assign_carriers(c, carrier, sum);
     uint32_t fwd = 0;
     for (uint32_t v = 0; v < c->n; v++)
         fwd += !c->nodes[v].backward;
@@ -484,11 +539,13 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
         remat_buf_json_str(b, c->nodes[loss].rid);
     }
     remat_buf_puts(b, ", \"mapping\": \"see remat/import.h: forward node -> op (bytes = cost_ram, flops = cost_cpu); "
-                      "its backward node -> the op's bwd_flops and saves (the forward tensors it reads)\"},\n");
+                      "the gradient node of X's output -> bwd_flops and saves of the BWD step of X's first "
+                      "consumer (the backward rule that computes it)\"},\n");
     remat_buf_printf(b, " \"inputs\": [{\"id\": \"input\", \"bytes\": 0%s}],\n \"ops\": [",
                      training ? ", \"requires_grad\": true" : "");
     uint32_t n_ops = 0;
-    for (uint32_t v = 0; v < c->n; v++) {
+    int ok = 1;
+    for (uint32_t v = 0; v < c->n && ok; v++) {
         const cnode *x = &c->nodes[v];
         if (x->backward && !x->is_loss)
             continue;
@@ -505,44 +562,80 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
             ids[n++] = "input"; /* Checkmate leaves the input implicit in the first node */
         put_id_list(b, "inputs", ids, n);
         remat_buf_printf(b, ", \"bytes\": %" PRIu64 ", \"flops\": %" PRIu64, x->ram, x->cpu);
-        uint32_t nb = 0;
-        if (x->bwd != NONE) {
-            const cnode *bx = &c->nodes[x->bwd];
-            for (uint32_t k = 0; k < bx->n_in; k++) {
-                const cnode *u = &c->nodes[c->preds[bx->in_off + k]];
-                if (!u->backward || u->is_loss)
-                    ids[nb++] = u->rid;
-            }
-            remat_buf_printf(b, ", \"bwd_flops\": %" PRIu64, bx->cpu);
-        } else {
-            if (!x->is_loss)
-                sum->without_backward++;
-            remat_buf_puts(b, ", \"bwd_flops\": 0");
+        /* The gradient nodes this op's BWD carries: those of its inputs it is
+         * the first consumer of (preds are in node order), and its own when
+         * nothing reads it. */
+        uint32_t n_carried = 0, n_reads = 0;
+        for (uint32_t k = 0; k < x->n_in; k++) {
+            uint32_t u = c->preds[x->in_off + k];
+            if (carrier[u] == v && u != v)
+                carried[n_carried++] = c->nodes[u].bwd;
         }
+        if (x->bwd != NONE && carrier[v] == v)
+            carried[n_carried++] = x->bwd;
+        uint64_t bwd_flops = 0;
+        for (uint32_t j = 0; j < n_carried; j++) {
+            const cnode *g = &c->nodes[carried[j]];
+            if (!remat_u64_add(bwd_flops, g->cpu, &bwd_flops) || bwd_flops > 9007199254740991ull) {
+                char path[64];
+                snprintf(path, sizeof path, "nodes[%u]", v);
+                ok = bad(c, path, "the backward cost op '%s' carries exceeds 2^53-1", label(x));
+                break;
+            }
+            for (uint32_t k = 0; k < g->n_in; k++) {
+                uint32_t u = c->preds[g->in_off + k];
+                /* mark: each value once per op, so reads never outgrows n */
+                if ((!c->nodes[u].backward || c->nodes[u].is_loss) && mark[u] != v + 1) {
+                    mark[u] = v + 1;
+                    reads[n_reads++] = u;
+                }
+            }
+        }
+        if (!ok)
+            break;
+        qsort(reads, n_reads, sizeof *reads, cmp_u32);
+        uint32_t nb = 0;
+        for (uint32_t k = 0; k < n_reads; k++)
+            ids[nb++] = c->nodes[reads[k]].rid;
+        if (!x->is_loss && x->bwd == NONE)
+            sum->without_backward++;
+        remat_buf_printf(b, ", \"bwd_flops\": %" PRIu64, bwd_flops);
         sum->saves += nb;
         put_id_list(b, "saves", ids, nb);
         remat_buf_printf(b, ", \"attrs\": {\"node\": %s", x->id_json);
         if (x->bwd != NONE)
             remat_buf_printf(b, ", \"backward_node\": %s", c->nodes[x->bwd].id_json);
+        if (n_carried) {
+            remat_buf_puts(b, ", \"computes\": [");
+            for (uint32_t j = 0; j < n_carried; j++)
+                remat_buf_printf(b, "%s%s", j ? ", " : "", c->nodes[carried[j]].id_json);
+            remat_buf_puts(b, "]");
+        }
         remat_buf_puts(b, "}}");
     }
-    remat_buf_puts(b, "],\n \"outputs\": [");
-    if (training) {
-        remat_buf_json_str(b, c->nodes[loss].rid);
-    } else {
-        /* An inference graph: every forward node nothing reads is an output. */
-        uint32_t k = 0;
-        for (uint32_t v = 0; v < c->n; v++) {
-            if (c->nodes[v].n_fwd_succ == 0) {
-                if (k++)
-                    remat_buf_puts(b, ", ");
-                remat_buf_json_str(b, c->nodes[v].rid);
+    if (ok) {
+        remat_buf_puts(b, "],\n \"outputs\": [");
+        if (training) {
+            remat_buf_json_str(b, c->nodes[loss].rid);
+        } else {
+            /* An inference graph: every forward node nothing reads is an output. */
+            uint32_t k = 0;
+            for (uint32_t v = 0; v < c->n; v++) {
+                if (c->nodes[v].n_fwd_succ == 0) {
+                    if (k++)
+                        remat_buf_puts(b, ", ");
+                    remat_buf_json_str(b, c->nodes[v].rid);
+                }
             }
         }
+        remat_buf_puts(b, "]}\n");
     }
-    remat_buf_puts(b, "]}\n");
     remat__free(ids);
-    return b->failed ? nomem(c) : 1;
+    remat__free(carrier);
+    remat__free(reads);
+    remat__free(carried);
+    remat__free(mark);
+    return !ok ? 0 : b->failed ? nomem(c) : 1;
 }
 
 static void line_col(const char *text, size_t len, const char *at, int *line, int *col)

@@ -203,7 +203,11 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
     for (size_t i = 0; i < n_starts; i++) {
         remat_plan_init(&cand);
         o->linearized = starts[i].linearized;
+        /* A start only seeds the local search, at every ladder point: the
+         * cheap form of Chen's searches is enough (issue 15). */
+        Q->quick = 1;
         st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
+        Q->quick = 0;
         if (st == REMAT_OK && fk && cand.keep && (!have || remat__better(Q, &e, &se))) {
             remat_plan_destroy(&start);
             start = cand;

@@ -96,10 +96,12 @@ remat_status remat_plan_option_set(remat_plan_options *o, const char *name, cons
         int k = choice_index(in->choices, value);
         if (k < 0)
             return bad_choice(in, value, err);
-        /* The budget mode is an enum in choice order; every other choice
-         * is kept as its text. */
+        /* The budget mode and Chen's reading are enums in choice order;
+         * every other choice is kept as its text. */
         if (offsets[i] == offsetof(remat_plan_options, budget_mode))
             o->budget_mode = (remat_budget_mode)k;
+        else if (offsets[i] == offsetof(remat_plan_options, chen_reading))
+            o->chen_reading = (remat_chen_reading)k;
         else
             *(const char **)field = value;
         return REMAT_OK;

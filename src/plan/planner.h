@@ -16,6 +16,8 @@ typedef struct remat_planner {
     remat_err *err;
     remat_schedule scratch;
     uint64_t evaluations; /* replays run, for the plan's params */
+    int quick;            /* a seed, not an answer (auto's ladder starts): sqrtn and chen-greedy judge only
+                           * the paper's candidates over a coarse threshold grid */
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total

@@ -39,6 +39,9 @@
 #include "chain.h"
 #include "../util/util_internal.h"
 
+#include <stdio.h>
+#include <string.h>
+
 /* C(n, k), saturating at UINT64_MAX. */
 static uint64_t binom(uint64_t n, uint64_t k)
 {
@@ -270,15 +273,47 @@ remat_status remat__strategy_revolve(remat_planner *P, remat_plan *out)
     st = remat__revolve_search(P, &bl, &best);
     if (st == REMAT_OK)
         st = remat__revolve_schedule(a, &bl, best, &out->schedule, &adv, P->err);
+    /* Why not more slots (issue 15): what best + 1 replays to, and how
+     * unequal the boundaries are. Griewank's schedule is optimal for a chain
+     * of equal steps and places snapshots by position only; on a chain whose
+     * boundaries differ in bytes (a CNN's early blocks hold several times
+     * the bytes of its late ones) a slot costs what the boundary it lands on
+     * costs, so few slots may fit where a byte-aware segmenting (sqrtn,
+     * chain-dp) fits with less recomputation. */
+    uint64_t next_metric = 0, bmin = UINT64_MAX, bmax = 0;
+    if (st == REMAT_OK && P->o->budget_kind != REMAT_BUDGET_NONE && best < bl.n) {
+        remat_eval e;
+        remat_schedule_clear(&P->scratch);
+        if ((st = remat__revolve_schedule(a, &bl, best + 1, &P->scratch, NULL, P->err)) == REMAT_OK &&
+            (st = remat__eval_schedule(P, &P->scratch, &e)) == REMAT_OK)
+            next_metric = e.valid ? e.metric : 0;
+        remat_schedule_clear(&P->scratch);
+    }
+    for (uint32_t j = 1; j < bl.n; j++) {
+        if (bl.in[j] == REMAT_NONE)
+            continue;
+        uint64_t b = a->g->tensors[bl.in[j]].bytes;
+        if (!b)
+            continue; /* a 0-byte boundary costs its slot nothing */
+        bmin = b < bmin ? b : bmin;
+        bmax = b > bmax ? b : bmax;
+    }
     if (st == REMAT_OK) {
         /* Keep set for the record: the boundaries, as the slots hold them. */
         for (uint32_t j = 1; j < bl.n; j++)
             if (bl.in[j] != REMAT_NONE && best >= bl.n)
                 out->keep[bl.in[j]] = 1;
+        char why[160] = "";
+        if (next_metric)
+            snprintf(why, sizeof why, ", \"next_slots_metric\": %llu", (unsigned long long)next_metric);
+        if (bmax && bmin)
+            snprintf(why + strlen(why), sizeof why - strlen(why), ", \"boundary_bytes_max_over_min\": %.2f",
+                     (double)bmax / (double)bmin);
         st = remat__plan_params(P, out,
-                                "{\"slots\": %llu, \"blocks\": %u, \"block_advances\": %llu, \"min_advances\": %llu}",
+                                "{\"slots\": %llu, \"blocks\": %u, \"block_advances\": %llu, \"min_advances\": "
+                                "%llu%s}",
                                 (unsigned long long)best, bl.n, (unsigned long long)adv,
-                                (unsigned long long)remat__revolve_min_advances(bl.n, best));
+                                (unsigned long long)remat__revolve_min_advances(bl.n, best), why);
     }
     remat__blocks_destroy(&bl);
     return st;

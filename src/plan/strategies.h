@@ -21,6 +21,7 @@
 #define REMAT__A REMAT_STRATEGY_AUTO
 #define REMAT__S REMAT_STRATEGY_LOCAL_START
 #define REMAT__W REMAT_STRATEGY_WARM_START
+#define REMAT__P REMAT_STRATEGY_PAPER
 
 /* X(name, function, summary, options it reads, flags, auto_rank,
  * warm_rank): see remat_strategy_info. */
@@ -32,10 +33,10 @@
       "keep every activation (no recomputation): the baseline and the upper bound on memory", "", REMAT__M | REMAT__A | REMAT__S, 1, 0)  \
     X("sqrtn", remat__strategy_sqrtn,                                                                                \
       "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward",              \
-      "segments linearized", REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W, 2, 3)                                                               \
+      "segments linearized chen_reading", REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P, 2, 3)   \
     X("chen-greedy", remat__strategy_chen_greedy,                                                                    \
-      "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold", "linearized",               \
-      REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W, 3, 4)                                                                                      \
+      "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold", "linearized chen_reading",  \
+      REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P, 3, 4)                                        \
     X("revolve", remat__strategy_revolve,                                                                            \
       "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget", "", REMAT__M | REMAT__A | REMAT__W,  \
       4, 1)                                                                                                          \
@@ -57,7 +58,10 @@
 #define REMAT__OPTIONS(X)                                                                                       \
     X(linearized, REMAT_OPTION_FLAG, NULL, NULL,                                                               \
       "sqrtn, chen-greedy: cut anywhere, keeping every tensor live across the cut")                            \
-    X(segments, REMAT_OPTION_COUNT, "N", NULL, "sqrtn: number of segments (0 = about sqrt(ops))")              \
+    X(segments, REMAT_OPTION_COUNT, "N", NULL, "sqrtn: number of segments of remat's placement (0 = about sqrt(ops))") \
+    X(chen_reading, REMAT_OPTION_CHOICE, "R", "remat paper",                                                   \
+      "sqrtn, chen-greedy: Chen et al. as the paper and Checkmate state it (paper), or the best of that and "  \
+      "remat's variations (remat, the default)")                                                              \
     X(dp_step, REMAT_OPTION_BYTES, "B", NULL, "chain-dp: memory discretization in bytes (0 = automatic)")      \
     X(dp_slots, REMAT_OPTION_COUNT, "N", NULL, "chain-dp: number of memory slots when dp-step is 0")           \
     X(time_limit, REMAT_OPTION_SECONDS, "S", NULL, "exact: seconds for the solver (default 10)")               \

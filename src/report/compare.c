@@ -20,27 +20,41 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The columns: every strategy but auto's internal duplicates, plus the
- * linearized variants. auto comes last so it can be read against the rest. */
-static size_t columns(const char **names, int *lin, size_t cap)
+/* A column: a strategy, and for sqrtn and chen-greedy which cuts and which
+ * reading of Chen et al. (issue 15: remat's best, and the paper's alone as
+ * Checkmate implements it, so a comparison shows both by name). */
+typedef struct {
+    const char *name;
+    int lin, paper;
+} column;
+
+/* "sqrtn", "sqrtn/linearized", "sqrtn/paper", "sqrtn/paper/linearized". */
+static void label(char *buf, size_t cap, const char *name, int lin, int paper)
+{
+    snprintf(buf, cap, "%s%s%s", name, paper ? "/paper" : "", lin ? "/linearized" : "");
+}
+
+/* The columns: every strategy, plus the linearized and paper variants;
+ * auto (the strategy that runs the others) comes last so it can be read
+ * against the rest. */
+static size_t columns(column *cols, size_t cap)
 {
     size_t n = 0, k;
     const remat_strategy_info *s = remat_plan_strategies(&k);
     for (size_t i = 0; i < k && n < cap; i++) {
         if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
             continue;
-        names[n] = s[i].name;
-        lin[n++] = 0;
-        if ((s[i].flags & REMAT_STRATEGY_LINEARIZED) && n < cap) {
-            names[n] = s[i].name;
-            lin[n++] = 1;
-        }
+        /* The linearized cuts and the paper's reading (issue 15) are
+         * variants of the strategies that read those options. */
+        int lin = (s[i].flags & REMAT_STRATEGY_LINEARIZED) ? 2 : 1;
+        int paper = (s[i].flags & REMAT_STRATEGY_PAPER) ? 2 : 1;
+        for (int p = 0; p < paper; p++)
+            for (int l = 0; l < lin && n < cap; l++)
+                cols[n++] = (column){s[i].name, l, p};
     }
     for (size_t i = 0; i < k && n < cap; i++)
-        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS) {
-            names[n] = s[i].name;
-            lin[n++] = 0;
-        }
+        if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
+            cols[n++] = (column){s[i].name, 0, 0};
     return n;
 }
 
@@ -75,15 +89,17 @@ static remat_status alloc_figures(const remat_analysis *a, const remat_plan_opti
     return st;
 }
 
-static remat_status run_one(const remat_analysis *a, const remat_plan_options *o, const char *name, int lin,
-                            int with_alloc, remat_compare_row *row, remat_err *err)
+static remat_status run_one(const remat_analysis *a, const remat_plan_options *o, column col, int with_alloc,
+                            remat_compare_row *row, remat_err *err)
 {
     remat_plan_options sub = *o;
-    sub.strategy = name;
-    sub.linearized = lin;
+    sub.strategy = col.name;
+    sub.linearized = col.lin;
+    sub.chen_reading = col.paper ? REMAT_CHEN_PAPER : REMAT_CHEN_REMAT;
     memset(row, 0, sizeof *row);
-    snprintf(row->strategy, sizeof row->strategy, "%s", name);
-    row->linearized = lin;
+    snprintf(row->strategy, sizeof row->strategy, "%s", col.name);
+    row->linearized = col.lin;
+    row->paper = col.paper;
     remat_plan plan;
     remat_replay_result r;
     remat_err local;
@@ -128,12 +144,11 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
 remat_status remat_compare_run(const remat_analysis *a, const remat_plan_options *o, remat_compare_row *rows,
                                size_t cap, size_t *n, remat_err *err)
 {
-    const char *names[32];
-    int lin[32];
-    size_t k = columns(names, lin, cap < 32 ? cap : 32);
+    column cols[32];
+    size_t k = columns(cols, cap < 32 ? cap : 32);
     *n = 0;
     for (size_t i = 0; i < k; i++) {
-        remat_status st = run_one(a, o, names[i], lin[i], 1, &rows[i], err);
+        remat_status st = run_one(a, o, cols[i], 1, &rows[i], err);
         if (st != REMAT_OK)
             return st;
         (*n)++;
@@ -157,9 +172,8 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
     memset(out, 0, sizeof *out);
     if (n < 2)
         return remat_err_set(err, REMAT_EINVAL, "--sweep: need at least 2 budgets");
-    const char *names[32];
-    int lin[32];
-    size_t k = columns(names, lin, 32);
+    column cols[32];
+    size_t k = columns(cols, 32);
     remat_plan_options base = *o;
     if (base.budget_kind == REMAT_BUDGET_NONE)
         base.budget_kind = REMAT_BUDGET_TOTAL;
@@ -178,15 +192,15 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
     uint64_t lo = UINT64_MAX, hi = 0;
     base.budget = 0;
     for (size_t s = 0; s < k; s++) {
-        snprintf(out->names[s], sizeof out->names[s], "%s%s", names[s], lin[s] ? "/linearized" : "");
-        remat_status st = run_one(a, &base, names[s], lin[s], 0, &row, err);
+        label(out->names[s], sizeof out->names[s], cols[s].name, cols[s].lin, cols[s].paper);
+        remat_status st = run_one(a, &base, cols[s], 0, &row, err);
         if (st != REMAT_OK) {
             remat_sweep_destroy(out);
             return st;
         }
         if (row.replayed && row.metric < lo)
             lo = row.metric;
-        if (strcmp(names[s], "store-all") == 0)
+        if (strcmp(cols[s].name, "store-all") == 0)
             hi = row.metric;
     }
     if (lo == UINT64_MAX || hi < lo) {
@@ -197,7 +211,7 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
         out->budgets[i] = lo + (uint64_t)((double)(hi - lo) * (double)i / (double)(n - 1));
         base.budget = out->budgets[i];
         for (size_t s = 0; s < k; s++) {
-            remat_status st = run_one(a, &base, names[s], lin[s], 0, &row, err);
+            remat_status st = run_one(a, &base, cols[s], 0, &row, err);
             if (st != REMAT_OK) {
                 remat_sweep_destroy(out);
                 return st;
@@ -228,8 +242,10 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                          (unsigned long long)o->budget);
         for (size_t i = 0; i < n; i++) {
             const remat_compare_row *r = &rows[i];
-            remat_buf_printf(&b, "%s\n  {\"strategy\": \"%s%s\", \"feasible\": %s", i ? "," : "", r->strategy,
-                             r->linearized ? "/linearized" : "", r->status == REMAT_OK ? "true" : "false");
+            char name[48];
+            label(name, sizeof name, r->strategy, r->linearized, r->paper);
+            remat_buf_printf(&b, "%s\n  {\"strategy\": \"%s\", \"feasible\": %s", i ? "," : "", name,
+                             r->status == REMAT_OK ? "true" : "false");
             if (r->replayed)
                 remat_buf_printf(&b, ", \"peak_bytes\": %llu, \"budgeted_peak_bytes\": %llu, \"extra_flops\": %llu, "
                                      "\"overhead\": %.6f, \"best_fit_high_water_bytes\": %llu, "
@@ -249,27 +265,28 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
         char bb[64];
         remat_buf_printf(&b, "graph %s, %s budget %s\n", a->g->name, kind,
                          remat_format_bytes(o->budget, bb, sizeof bb));
-        remat_buf_printf(&b, "%-24s %-8s %22s %20s %10s %10s %20s %14s %14s\n", "strategy", "feasible",
+        remat_buf_printf(&b, "%-28s %-8s %22s %20s %10s %10s %20s %14s %14s\n", "strategy", "feasible",
                          o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak (B)" : "replayed peak (B)",
                          "extra FLOPs", "overhead", "time (ms)", "best-fit HW (B)", "frag (B)", "arena (B)");
         for (size_t i = 0; i < n; i++) {
             const remat_compare_row *r = &rows[i];
             char name[48];
-            snprintf(name, sizeof name, "%s%s", r->strategy, r->linearized ? "/linearized" : "");
+            label(name, sizeof name, r->strategy, r->linearized, r->paper);
             if (r->replayed)
-                remat_buf_printf(&b, "%-24s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu\n", name,
+                remat_buf_printf(&b, "%-28s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu\n", name,
                                  status_word(r), (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
                                  100.0 * r->overhead, 1000.0 * r->seconds, (unsigned long long)r->best_fit_high_water,
                                  (unsigned long long)r->fragmentation, (unsigned long long)r->arena_bytes);
             else
-                remat_buf_printf(&b, "%-24s %-8s %s\n", name, status_word(r), r->message);
+                remat_buf_printf(&b, "%-28s %-8s %s\n", name, status_word(r), r->message);
         }
     }
     return remat_buf_finish(&b, len, err, "comparison");
 }
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
+                                      "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8",
+                                      "#393b79", "#637939", "#8c6d31", "#843c39"};
 
 char *remat_report_sweep(const remat_analysis *a, const remat_sweep *s, int svg, size_t *len, remat_err *err)
 {

@@ -385,6 +385,9 @@ static const bench benches[] = {
     {"trace", "trace building and each writer on 10^5-op graphs (store-all)", bench_trace},
     {"resnet50", "ResNet-50: export and plan times; checkpointing every block (P, E) against auto at P",
      bench_resnet50},
+    {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
+              "every strategy at 0.6-0.9 of its peak and its budgets",
+     bench_peers},
 };
 #define N_BENCHES (sizeof benches / sizeof benches[0])
 

@@ -27,4 +27,4 @@ expect lp_weights 2 'export the graph in the training precision' -- "$REMAT" pla
 expect lp_grads 2 "at its param's size" -- "$REMAT" replay graphs/mlp423.json --grads f32
 expect lp_bad_opt 2 'adamx' -- "$REMAT" compare graphs/mlp423.json --budget 1MiB --optimizer adamx
 expect lp_numeric 2 'drop the ledger options' -- "$REMAT" replay graphs/mlp423.json --numeric --optimizer adam
-expect lp_compare 0 'store-all                yes' -- "$REMAT" compare graphs/mlp423.json --budget 22KiB --optimizer adam
+expect lp_compare 0 'store-all                    yes' -- "$REMAT" compare graphs/mlp423.json --budget 22KiB --optimizer adam

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""bench_remat_torch.py - remat's plan in real PyTorch training against PyTorch's own rematerialization.
+
+    /usr/bin/python3 scripts/bench_remat_torch.py build/remat [--models resnet18,gpt,unet] [--steps 5]
+
+For each model (the small CPU configurations of tests/torch/remat_torch_check.py,
+one thread) this measures training steps (forward, loss, backward), each
+under torch.profiler(profile_memory=True) for its peak and timed for its
+wall time, and prints medians over --steps steps:
+
+* eager PyTorch, and AOTAutograd with functorch's default partitioner (save
+  what the forward made), the store-all baselines;
+* functorch's min_cut_rematerialization_partition (AOTAutograd's own
+  rematerialization) and torch.utils.checkpoint(use_reentrant=False) around
+  every block (resnet's BasicBlocks, the GPT's decoder blocks, the U-Net's
+  conv-BN-ReLU pairs);
+* remat_torch.compile at a budget equal to each peer's measured peak (plus
+  the resident params and inputs): remat's plan at the same memory.
+
+Steps are timed in interleaved rounds (one step of every method per round)
+so that the shared machine's drift hits every method alike. Extra time is
+a method's median step time less its baseline's (eager for checkpointing,
+the default partitioner for the AOTAutograd methods), as a percentage of
+the baseline. Figures only: the exit status is 0 unless a run
+fails (the machine is shared; timings are noisy, hence medians).
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "torch"))
+
+import torch  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+import remat_torch  # noqa: E402
+import remat_torch_check as rc  # noqa: E402
+
+
+def blocks_of(name, model):
+    m = model.model
+    if name == "resnet18":
+        return [b for layer in (m.layer1, m.layer2, m.layer3, m.layer4) for b in layer]
+    if name == "gpt":
+        return list(m.blocks)
+    if name == "unet":
+        return list(m.down) + [m.mid] + list(m.dec)
+    return list(m)
+
+
+def with_checkpoints(blocks):
+    """Wraps each block's forward in torch.utils.checkpoint; returns a function that undoes it."""
+    saved = []
+    for b in blocks:
+        orig = b.forward
+        saved.append((b, orig))
+        b.forward = (lambda f: (lambda *a: checkpoint(f, *a, use_reentrant=False)))(orig)
+
+    def undo():
+        for b, f in saved:
+            b.forward = f
+    return undo
+
+
+def peak_of(step, params, inputs):
+    rc.profiled_step(step, params, inputs)  # warm: kernels, allocator paths
+    return rc.profiled_step(step, params, inputs)[0]
+
+
+def timed_step(step, params, inputs):
+    for p in params:
+        p.grad = None
+    torch.manual_seed(123)
+    t = time.perf_counter()
+    loss = step(*inputs)
+    loss.backward()
+    dt = time.perf_counter() - t
+    del loss
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("remat")
+    ap.add_argument("--models", default="resnet18,gpt,unet")
+    ap.add_argument("--steps", type=int, default=7)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    print("median of %d interleaved rounds (one step of every method per round), 1 thread; peak = "
+          "torch.profiler's step peak beyond params and inputs" % a.steps)
+    print("%-9s %-40s %12s %9s %8s" % ("model", "method", "peak (B)", "step (s)", "extra"))
+    for name in a.models.split(","):
+        model, inputs = rc.build(name)
+        params = list(model.parameters())
+        graph = remat_torch.graph_of(model, inputs)
+        resident = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
+        blocks = blocks_of(name, model)
+
+        def checkpointed(*args):
+            undo = with_checkpoints(blocks)
+            try:
+                return model(*args)
+            finally:
+                undo()
+        # (label, step, baseline label)
+        methods = [("eager PyTorch", model, None),
+                   ("AOT default partition", remat_torch.store_all_compile(model, inputs), None),
+                   ("AOT min-cut partitioner", remat_torch.min_cut_compile(model, inputs), "AOT default partition"),
+                   ("checkpoint every block", checkpointed, "eager PyTorch")]
+        peaks = {m[0]: peak_of(m[1], params, inputs) for m in methods}
+        failed = []
+        for label, peer in (("min-cut", "AOT min-cut partitioner"), ("checkpoint", "checkpoint every block")):
+            try:
+                st = remat_torch.compile(model, inputs, budget=resident + peaks[peer], remat=a.remat)
+            except RuntimeError as e:
+                failed.append("remat at %s's peak: %s" % (label, str(e).split(": build/")[0][13:]))
+                continue
+            lab = "remat at %s's peak (%s)" % (label, st.remat_report["chosen"])
+            methods.append((lab, st, "AOT default partition"))
+            peaks[lab] = peak_of(st, params, inputs)
+        times = {m[0]: [] for m in methods}
+        for _ in range(a.steps):
+            for label, st, _ in methods:
+                times[label].append(timed_step(st, params, inputs))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        for label, _, base in methods:
+            extra = "" if base is None else "%+.1f%%" % (100 * (med[label] / med[base] - 1))
+            print("%-9s %-40s %12d %9.3f %8s" % (name, label, peaks[label], med[label], extra))
+        for f in failed:
+            print("%-9s %s" % (name, f))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

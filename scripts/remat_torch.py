@@ -1,0 +1,650 @@
+"""remat_torch.py - remat's rematerialization plan run in real PyTorch training, through AOTAutograd.
+
+    import remat_torch
+    step = remat_torch.compile(model, (x,), budget="4GiB")   # or budget=<bytes>
+    loss = loss_fn(step(x), target); loss.backward()         # recomputes what remat's plan says
+    print(step.remat_report)                                  # the remat call and the chosen plan
+
+How it works (torch 1.13's functorch.compile.aot_module, functionalized):
+
+1. AOTAutograd traces the module's forward and backward into one joint FX
+   graph of ATen ops and calls our partition function with it.
+2. joint_to_graph() turns the joint graph's forward part into a remat graph
+   (format v1) by the exporter's rules (scripts/export_torch.py): one op per
+   ATen node with its exact output bytes (shape x dtype) and FLOPs, views
+   (t, view, detach, ...) as `alias_of` their input, views of a weight read
+   as the weight, random ops (dropout's bernoulli) not recomputable. An
+   op's `saves` are the forward values its backward reads: the joint graph's
+   backward nodes show which forward values are read at all; each is given
+   to the op whose ATen formula reads it (an input of most ops, the output of
+   relu/sigmoid/tanh/softmax/exp, the statistics or indices output of
+   batch/layer norm and max-pool), else to the op that made it.
+3. remat plans under the budget: `remat plan GRAPH --strategy S --budget B
+   -o PLAN --json`, run as a subprocess (the binary is the `remat` argument,
+   $REMAT, or build/remat of this checkout); the command and the plan's
+   figures go to `remat_report` and, with verbose, to stderr.
+4. The saved set is what the plan keeps, plus the parameters and inputs
+   recomputation starts from; everything else the backward reads is
+   recomputed there (functorch's _extract_fwd_bwd_modules copies the forward
+   nodes it needs into the backward graph). The copies are then moved, each
+   to just before its first user, so a recomputed value lives only while its
+   backward needs it, as remat's schedule does.
+5. Both graphs run in a small interpreter that frees every value after its
+   last use and lets the backward drop each saved tensor once read for the
+   last time (the boxed calling convention), so PyTorch's live memory follows
+   the schedule.
+
+`min_cut_compile` and `store_all_compile` build the same module with
+functorch's min-cut partitioner and its default (save what the forward
+made) partitioner, through the same interpreter: the peers the bench
+compares with.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.fx as fx
+from functorch.compile import aot_module, min_cut_rematerialization_partition, default_partition
+from functorch.compile import config as aot_config
+from functorch._src.partitioners import _extract_fwd_bwd_modules, _is_primal, _is_tangent
+from functorch._src.named_members_polyfill import _named_buffers, _named_parameters
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import export_torch as ex  # noqa: E402
+from torch_workspace import ConvWorkspace  # noqa: E402
+
+aten = torch.ops.aten
+WS = ConvWorkspace()
+VIEWS = ex.VIEW_FREE | {"detach", "alias", "expand", "view", "t", "transpose", "permute", "_reshape_alias",
+                        "_unsafe_view", "squeeze", "unsqueeze", "slice", "select", "as_strided"}
+SAVES_OUTPUT = {"relu", "sigmoid", "tanh", "_softmax", "_log_softmax", "exp", "threshold", "elu", "hardsigmoid"}
+RANDOM = {"bernoulli", "native_dropout", "rand_like", "randn_like", "rand", "randn", "randint", "normal",
+          "uniform", "randperm", "multinomial", "bernoulli_"}
+
+
+def _default_remat():
+    return os.environ.get("REMAT") or os.path.join(os.path.dirname(HERE), "build", "remat")
+
+
+def _meta(node):
+    return node.meta.get("tensor_meta")
+
+
+def _bytes(tm):
+    return int(ex.numel(tm.shape)) * torch.empty((), dtype=tm.dtype).element_size()
+
+
+def _pkt(node):
+    t = node.target
+    return t.overloadpacket.__name__ if hasattr(t, "overloadpacket") else getattr(t, "__name__", str(t))
+
+
+def _fake(a):
+    if isinstance(a, fx.Node) and _meta(a) is not None and hasattr(_meta(a), "shape"):
+        tm = _meta(a)
+        return torch.empty(tuple(tm.shape), dtype=tm.dtype, device="meta")
+    if isinstance(a, (list, tuple)):
+        return type(a)(_fake(x) for x in a)
+    return a
+
+
+def split_joint(joint):
+    """(forward nodes, backward-read forward nodes, primals, tangents) of a joint graph."""
+    tangent_dep = set()
+    fwd = []
+    for n in joint.graph.nodes:
+        if _is_tangent(n):
+            tangent_dep.add(n)
+        elif n.op == "call_function":
+            if any(i in tangent_dep for i in n.all_input_nodes):
+                tangent_dep.add(n)
+            else:
+                fwd.append(n)
+    read = set()
+    for n in joint.graph.nodes:
+        if n in tangent_dep and n.op == "call_function":
+            for i in n.all_input_nodes:
+                if i not in tangent_dep:
+                    read.add(i)
+        if n.op == "output":
+            for i in n.all_input_nodes:
+                if i not in tangent_dep and i.op != "placeholder":
+                    read.add(i)  # a forward output
+    return fwd, read, [n for n in joint.graph.nodes if _is_primal(n)], [n for n in joint.graph.nodes if _is_tangent(n)]
+
+
+def storages(joint, fwd, primals, real):
+    """Runs the forward nodes once on the real parameters and inputs (RNG state restored): each tensor
+    node's (storage pointer, storage bytes). Bytes are the storage's, as the exporter counts them: a
+    0-dim mse_loss result keeps the whole per-element buffer (its storage), which the shape does not show."""
+    info = {}
+    if real is None:
+        return info
+    env = dict(zip(primals, real))
+    for p, t in env.items():
+        info[p] = ex.storage_of(t)
+    last = {}
+    for i, n in enumerate(fwd):
+        for a in n.all_input_nodes:
+            last[a] = i
+    state = torch.get_rng_state()
+
+    def load(a):
+        if isinstance(a, fx.Node):
+            return env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(load(x) for x in a)
+        return a
+    with torch.no_grad():
+        for i, n in enumerate(fwd):
+            v = n.target(*load(n.args), **{k: load(x) for k, x in n.kwargs.items()})
+            env[n] = v
+            if isinstance(v, torch.Tensor):
+                info[n] = ex.storage_of(v)
+            if _pkt(n) == "convolution":
+                a = load(n.args)
+                # the input's gradient is computed unless the input is a data input (a placeholder)
+                info[("ws", n)] = WS.measure(list(a), n.args[0].op != "placeholder")
+            for a in n.all_input_nodes:
+                if last.get(a) == i and a.op != "placeholder":
+                    env.pop(a, None)
+    torch.set_rng_state(state)
+    return info
+
+
+def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
+    """The remat graph of a joint graph's forward part; returns (graph dict, fx node -> tensor id).
+    real: the parameters, buffers and inputs in AOTAutograd's order (for storage sizes)."""
+    fwd, read, primals, _ = split_joint(joint)
+    sizes = storages(joint, fwd, primals, real)
+    fwd_out = [a for a in joint.graph.output_node().args[0]] if hasattr(joint.graph, "output_node") else None
+    if fwd_out is None:
+        out_node = [n for n in joint.graph.nodes if n.op == "output"][0]
+        fwd_out = list(out_node.args[0])
+    num_fwd = joint._out_spec.children_specs[0].num_leaves
+    fwd_outputs = [n for n in fwd_out[:num_fwd] if isinstance(n, fx.Node)]
+    tid = {}        # fx node -> remat tensor id
+    params, inputs = [], []
+    for i, p in enumerate(primals):
+        tm = _meta(p)
+        e = {"id": p.name, "bytes": _bytes(tm), "dtype": ex.DTYPE_NAMES.get(tm.dtype, str(tm.dtype)),
+             "shape": list(tm.shape)}
+        if i < n_params:
+            if frozen[i]:
+                e["frozen"] = True
+            params.append(e)
+        else:
+            inputs.append(e)
+        tid[p] = p.name
+    kinds = {p.name: "param" if i < n_params else "input" for i, p in enumerate(primals)}
+    ops = []
+    by_id = {}
+    for n in fwd:
+        name = _pkt(n)
+        if name == "getitem":
+            continue
+        ins = []
+        for a in n.all_input_nodes:
+            if a in tid:
+                ins.append(tid[a])
+        tm = _meta(n)
+        multi = tm is None or not hasattr(tm, "shape")
+        if name in ("detach", "alias", "lift_fresh") and ins:
+            tid[n] = ins[0]  # autograd's detach of a value it saves: the value itself (as export_torch)
+            continue
+        if (name in VIEWS and ins and not multi and kinds.get(ins[0]) == "param" and
+                ex.numel(tm.shape) == ex.numel(_meta(n.all_input_nodes[0]).shape)):
+            tid[n] = ins[0]  # a weight's transpose/reshape: the weight itself (see export_torch)
+            continue
+        d = {"id": n.name, "op": name, "inputs": list(dict.fromkeys(ins))}
+        if multi:
+            outs = sorted((u for u in n.users if _pkt(u) == "getitem"), key=lambda u: u.args[1])
+            lst = []
+            for u in outs:
+                utm = _meta(u)
+                lst.append({"id": u.name, "bytes": sizes[u][1] if u in sizes else _bytes(utm), "dtype": ex.DTYPE_NAMES.get(utm.dtype, "f32"),
+                            "shape": list(utm.shape)})
+                tid[u] = u.name
+            if not lst:
+                continue
+            d["outputs"] = lst
+            fake_outs = [_fake(u) for u in outs]
+        else:
+            tid[n] = n.name
+            src = [a for a in n.all_input_nodes if a in sizes and a in tid]
+            aliased = None
+            if n in sizes:
+                aliased = next((a for a in src if sizes[a][0] == sizes[n][0] and sizes[n][1]), None)
+            if aliased is not None and tid[aliased] != ins[0]:
+                ins.insert(0, tid[aliased])
+            if (aliased is not None or (n not in sizes and name in VIEWS)) and ins:
+                d["alias_of"] = ins[0]
+                d["inputs"] = [ins[0]]
+                base = n.all_input_nodes[0]
+                if _bytes(tm) != _bytes(_meta(base)):
+                    d["bytes"] = _bytes(tm)
+            else:
+                d["bytes"] = sizes[n][1] if n in sizes else _bytes(tm)
+            d["dtype"] = ex.DTYPE_NAMES.get(tm.dtype, str(tm.dtype))
+            d["shape"] = list(tm.shape)
+            fake_outs = [_fake(n)]
+        try:
+            d["flops"] = int(ex.flops_of(name, list(_fake(list(n.args))), fake_outs))
+        except Exception:
+            d["flops"] = int(sum(o.numel() for o in fake_outs))
+        if "alias_of" in d and d["flops"] == 0:
+            del d["flops"]
+        if ("ws", n) in sizes:
+            fws, bws = sizes[("ws", n)]
+            if fws:
+                d["workspace"] = fws
+            if bws:
+                d["bwd_workspace"] = bws
+        if name.rstrip("_") in RANDOM or name in RANDOM:
+            d["recomputable"] = False
+        d["_node"] = n
+        ops.append(d)
+        by_id[d["id"]] = d
+    # saves: each forward value the backward reads, given to the op whose formula reads it.
+    producer = {}
+    for d in ops:
+        for o in d.get("outputs", [d]):
+            producer[o["id"]] = d
+    readers = {}
+    for d in ops:
+        for i in d["inputs"]:
+            readers.setdefault(i, []).append(d)
+    read_ids = {tid[v] for v in read if v in tid}
+    for d in ops:
+        d["saves"] = []
+    alias = {d["id"]: d["alias_of"] for d in ops if "alias_of" in d}
+
+    def root_of(t):
+        while t in alias:
+            t = alias[t]
+        return t
+    index = {d["id"]: i for i, d in enumerate(ops)}
+    family = {}    # storage root -> the non-view ops reading it or any view of it
+    for d in ops:
+        if "alias_of" in d:
+            continue
+        for i in dict.fromkeys(d["inputs"]):
+            family.setdefault(root_of(i), []).append(d)
+    for v in sorted(read_ids):
+        if kinds.get(v) is not None or v not in producer:
+            continue  # params and inputs are resident anyway
+        p = producer[v]
+        outs = [o["id"] for o in p.get("outputs", [])]
+        owners = []
+        if "alias_of" in p:
+            # A view the backward reads (a transpose of a saved q, made after the forward): it lives until
+            # the latest backward step of an op that reads its storage (the earliest such op in forward
+            # order), not just until its own view op's (early) backward step.
+            fam = family.get(root_of(v), [])
+            owners = [min(fam, key=lambda d: index[d["id"]])] if fam else [p]
+        elif p["op"] in SAVES_OUTPUT or (outs and outs.index(v) > 0 if v in outs else False):
+            owners = [p]
+        else:
+            owners = [r for r in readers.get(v, []) if "alias_of" not in r and r["op"] not in SAVES_OUTPUT]
+            if not owners:
+                owners = [p]
+        for o in owners:
+            o["saves"].append(v)
+    for d in ops:
+        del d["_node"]
+    # The caller holds the outputs (the loss) while backward runs (loss.backward()): saved by the op whose
+    # backward step comes last, they stay resident to the end, as in PyTorch.
+    first = next((d for d in ops if any(kinds.get(i) == "param" for i in d["inputs"])), None)
+    outputs = [tid[n] for n in fwd_outputs if n in tid]
+    if first is not None:
+        for o in outputs:
+            if o not in first["saves"] and kinds.get(o) is None:
+                first["saves"].append(o)
+    graph = {"format": "remat-graph", "version": 1, "name": graph_name,
+             "meta": {"exporter": "scripts/remat_torch.py", "source": "AOTAutograd joint graph (torch %s)" %
+                      torch.__version__},
+             "inputs": inputs, "params": params, "ops": ops, "outputs": outputs}
+    return graph, tid
+
+
+def saved_values_for(joint, keep, tid_of, graph):
+    """The forward nodes the backward receives: kept values it reads, and whatever recomputing the others
+    starts from (kept values, parameters, inputs). A view or base of a kept tensor's storage is saved as
+    it is: remat's kept view holds its base's storage, so reading it costs no memory."""
+    fwd, read, primals, _ = split_joint(joint)
+    fwd_set = set(fwd)
+    alias = {}
+    for d in graph["ops"]:
+        if "alias_of" in d:
+            alias[d["id"]] = d["alias_of"]
+
+    def root(t):
+        while t in alias:
+            t = alias[t]
+        return t
+    # remat's default policy always keeps what cannot be recomputed (dropout's random draw), listed in the
+    # plan's keep set or not: recomputing it would draw another mask.
+    fixed = [o["id"] for d in graph["ops"] if d.get("recomputable") is False for o in d.get("outputs", [d])]
+    held = {root(k) for k in list(keep) + fixed}
+    saved, seen = [], set()
+
+    def need(v):
+        if v in seen:
+            return
+        seen.add(v)
+        t = tid_of.get(v)
+        if v.op == "placeholder" or (t is not None and root(t) in held):
+            saved.append(v)
+            return
+        if v not in fwd_set:
+            return
+        for i in v.all_input_nodes:
+            need(i)
+
+    for v in sorted(read, key=lambda n: n.name):
+        if v.op == "placeholder" or v in fwd_set:
+            need(v)
+    # tuple-valued nodes cannot be saved: save their getitems instead
+    out = []
+    for v in saved:
+        tm = _meta(v)
+        if v.op != "placeholder" and (tm is None or not hasattr(tm, "shape")):
+            out.extend(u for u in v.users if _pkt(u) == "getitem")
+        else:
+            out.append(v)
+    return list(dict.fromkeys(out))
+
+
+def sink_recomputation(bw, recomputed_names):
+    """Moves each recomputed node of a backward graph to just before its first user (latest first). A
+    multi-output node moves with its getitems right behind it: the tuple holds every output until its
+    last getitem has run, so a statistics getitem read late would keep a big output alive."""
+    g = bw.graph
+    nodes = [n for n in g.nodes if n.op == "call_function" and n.name in recomputed_names and _pkt(n) != "getitem"]
+    for n in reversed(nodes):
+        order = {m: i for i, m in enumerate(g.nodes)}
+        items = [u for u in n.users if _pkt(u) == "getitem"]
+        users = [u for u in n.users if _pkt(u) != "getitem"] + [w for u in items for w in u.users]
+        if not users:
+            continue
+        first = min(users, key=lambda u: order[u])
+        if order[first] > order[n] + 1 + len(items):
+            first.prepend(n)
+            for u in sorted(items, key=lambda u: u.args[1]):
+                first.prepend(u)
+    g.lint()
+    bw.recompile()
+    return bw
+
+
+def runner(gm, _inputs=None):
+    """A boxed function running an FX graph node by node, freeing each value after its last use (and the
+    caller's argument list as it is read), so memory follows the graph's order."""
+    nodes = list(gm.graph.nodes)
+    last = {}
+    for i, n in enumerate(nodes):
+        for a in n.all_input_nodes:
+            last[a] = i
+    free_after = {}
+    for a, i in last.items():
+        free_after.setdefault(i, []).append(a)
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+
+    def load(a, env):
+        if isinstance(a, fx.Node):
+            return env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(load(x, env) for x in a)
+        if isinstance(a, dict):
+            return {k: load(v, env) for k, v in a.items()}
+        return a
+
+    def run(args):
+        env = {}
+        for p, a in zip(placeholders, args):
+            env[p] = a
+        args.clear()
+        for i, n in enumerate(nodes):
+            if n.op == "placeholder":
+                pass
+            elif n.op == "call_function":
+                env[n] = n.target(*load(n.args, env), **load(n.kwargs, env))
+            elif n.op == "get_attr":
+                env[n] = getattr(gm, n.target)
+            elif n.op == "output":
+                return list(load(n.args[0], env))
+            for a in free_after.get(i, ()):
+                env.pop(a, None)
+            if n.op == "placeholder" and n not in last:
+                env.pop(n, None)
+        return None
+
+    run._boxed_call = True
+    return run
+
+
+def _param_info(model):
+    params = dict(_named_parameters(model, remove_duplicate=False))
+    buffers = dict(_named_buffers(model, remove_duplicate=False))
+    frozen = [not p.requires_grad for p in params.values()] + [True] * len(buffers)
+    return len(params) + len(buffers), frozen
+
+
+def _real_primals(model, example_inputs):
+    return (list(dict(_named_parameters(model, remove_duplicate=False)).values()) +
+            list(dict(_named_buffers(model, remove_duplicate=False)).values()) + list(example_inputs))
+
+
+class Compiled(torch.nn.Module):
+    """The compiled module: call it like the model; `remat_report` holds the remat call and the plan."""
+
+    def __init__(self, model, aot, report):
+        super().__init__()
+        self.model = model
+        self.aot = aot
+        self.remat_report = report
+
+    def forward(self, *args):
+        return self.aot(*args)
+
+
+def _aot(model, partition):
+    old = aot_config.use_functionalize
+    aot_config.use_functionalize = True
+    try:
+        return aot_module(model, fw_compiler=runner, bw_compiler=runner, partition_fn=partition)
+    finally:
+        aot_config.use_functionalize = old
+
+
+def _warm(compiled, example_inputs):
+    """Traces and partitions now (AOTAutograd compiles on the first call), with the RNG state restored."""
+    state = torch.get_rng_state()
+    out = compiled(*example_inputs)
+    torch.set_rng_state(state)
+    del out
+
+
+# Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
+# policy"): the schedule this module builds. auto qualifies when its choice is one of them.
+KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
+CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
+              ("mincut",))
+
+
+def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report):
+    """Asks remat for a plan under the budget from each candidate strategy (one subprocess each, the
+    commands recorded in report["commands"]); keeps the feasible keep-set plan with the least extra FLOPs.
+    A schedule of its own (revolve, exact, dtr, chain-dp) replays recomputation this module does not
+    build, so auto's plan is taken only when its choice hands a keep set to the default policy."""
+    best = None
+    report["commands"] = []
+    for i, cand in enumerate(strategies):
+        ppath = os.path.join(workdir, "plan-%d.json" % i)
+        cmd = [remat, "plan", gpath, "--strategy", cand[0]] + list(cand[1:]) + [budget_option, str(budget), "-o",
+                                                                               ppath, "--json"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        line = {"command": " ".join(cmd), "exit": r.returncode}
+        report["commands"].append(line)
+        if r.returncode != 0:
+            line["message"] = r.stderr.strip()
+            continue
+        with open(ppath) as f:
+            plan = json.load(f)
+        rep = json.loads(r.stdout)["replay"]
+        chosen = (plan.get("params") or {}).get("chosen", plan.get("strategy"))
+        line.update(chosen=chosen, peak_bytes=rep["peak_bytes"], recompute_flops=rep["flops"]["recompute"])
+        if chosen not in KEEP_SET and not str(chosen).startswith("local"):
+            line["skipped"] = "its own schedule"
+            continue
+        if best is None or rep["flops"]["recompute"] < best[1]["flops"]["recompute"]:
+            best = (plan, rep, ppath, line["command"])
+    if best is None:
+        raise RuntimeError("remat_torch: no keep-set plan meets %s %s: %s" %
+                           (budget_option, budget, "; ".join("%s -> exit %d %s" % (c["command"], c["exit"],
+                                                                                  c.get("message") or
+                                                                                  c.get("skipped", ""))
+                                                            for c in report["commands"])))
+    report["command"], report["plan"] = best[3], best[2]
+    return best[0], best[1]
+
+
+UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 10 ** 3,
+         "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12}
+
+
+def parse_bytes(b):
+    """An int, or a size as remat reads it ("4GiB" = 4 x 2^30, "1.5GB" = 1.5 x 10^9), in bytes."""
+    if isinstance(b, int):
+        return b
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*", str(b))
+    if not m or (m.group(2) or "") not in UNITS:
+        raise ValueError("remat_torch: budget '%s' is not a byte size (123, 4KiB, 1.5GiB, 2GB)" % b)
+    return int(float(m.group(1)) * UNITS[m.group(2) or ""])
+
+
+def measured_peak(step, model, example_inputs):
+    """One training step of `step` under the profiler: the peak bytes it allocates beyond what existed. The
+    model's gradients, buffers (batch-norm statistics) and the RNG state are restored afterwards."""
+    from torch.profiler import profile, ProfilerActivity
+    grads = [(p, p.grad) for p in model.parameters()]
+    bufs = [(b, b.detach().clone()) for b in model.buffers()]
+    state = torch.get_rng_state()
+    for p, _ in grads:
+        p.grad = None
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = step(*example_inputs)
+        (out if out.dim() == 0 else out.sum()).backward()
+        del out
+    cur = peak = 0
+    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    for e in sorted(evs, key=lambda e: e.start_us()):
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    for p, g in grads:
+        p.grad = g
+    with torch.no_grad():
+        for b, v in bufs:
+            b.copy_(v)
+    torch.set_rng_state(state)
+    return peak
+
+
+def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
+            budget_option="--budget", calibrate=0):
+    """A module whose training step recomputes what remat's plan under `budget` says.
+
+    budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
+    params, gradients, activations, workspace). budget_option="--activation-budget" caps activations only.
+    calibrate=N: measure one step (measured_peak); while params and inputs plus the measured peak exceed
+    the budget, plan again (at most N times) under the budget less the excess. remat_report["calibration"]
+    lists each round's planned budget and measured peak.
+    """
+    if not calibrate:
+        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option)
+    target = parse_bytes(budget)
+    planned = target
+    rounds = []
+    step = None
+    for _ in range(calibrate + 1):
+        step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option)
+        peak = measured_peak(step, model, example_inputs)
+        total = step.remat_report["resident_bytes"] + peak
+        rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
+        if total <= target:
+            break
+        planned -= total - target
+    step.remat_report["calibration"] = rounds
+    return step
+
+
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option):
+    remat = remat or _default_remat()
+    n_params, frozen = _param_info(model)
+    report = {}
+    workdir = workdir or tempfile.mkdtemp(prefix="remat-torch-")
+
+    def partition(joint, joint_inputs):
+        graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
+                                        real=_real_primals(model, example_inputs))
+        gpath = os.path.join(workdir, "graph.json")
+        with open(gpath, "w") as f:
+            json.dump(graph, f)
+        plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report)
+        keep = set(plan["keep"])
+        report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
+        report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],
+                      activation_peak_bytes=rep.get("activation_peak_bytes"), flops=rep["flops"],
+                      overhead=rep.get("overhead"), strategy=plan.get("strategy"),
+                      chosen=(plan.get("params") or {}).get("chosen", plan.get("strategy")))
+        saved = saved_values_for(joint, keep, node_of, graph)
+        fw, bw = _extract_fwd_bwd_modules(joint, saved)
+        fwd_names = {n.name for n in split_joint(joint)[0]}
+        recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
+        report["recomputed_nodes"] = len(recomputed)
+        report["saved_values"] = len(saved)
+        sink_recomputation(bw, recomputed)
+        if verbose:
+            print("remat_torch: %s\nremat_torch: plan %s keeps %d of %d activations, replayed peak %s B, "
+                  "%d forward nodes recomputed in backward" %
+                  (report["command"], report["chosen"], len(keep),
+                   sum(1 for d in graph["ops"] if "alias_of" not in d), rep["peak_bytes"], len(recomputed)),
+                  file=sys.stderr)
+        return fw, bw
+
+    compiled = _aot(model, partition)
+    _warm(compiled, example_inputs)
+    return Compiled(model, compiled, report)
+
+
+def graph_of(model, example_inputs):
+    """The remat graph of the model's joint graph (no plan): for store-all figures and budgets."""
+    n_params, frozen = _param_info(model)
+    box = {}
+
+    def partition(joint, joint_inputs):
+        box["graph"] = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
+                                      real=_real_primals(model, example_inputs))[0]
+        return default_partition(joint, joint_inputs)
+
+    _warm(_aot(model, partition), example_inputs)
+    return box["graph"]
+
+
+def min_cut_compile(model, example_inputs):
+    """functorch's min-cut rematerialization partitioner, through the same interpreter."""
+    c = _aot(model, min_cut_rematerialization_partition)
+    _warm(c, example_inputs)
+    return Compiled(model, c, {"partitioner": "min_cut_rematerialization_partition"})
+
+
+def store_all_compile(model, example_inputs):
+    """functorch's default partitioner (saves what the forward computed), through the same interpreter."""
+    c = _aot(model, default_partition)
+    _warm(c, example_inputs)
+    return Compiled(model, c, {"partitioner": "default_partition"})

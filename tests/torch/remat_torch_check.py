@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""remat_torch_check.py - remat's plan run in PyTorch training (scripts/remat_torch.py), measured.
+
+    /usr/bin/python3 tests/torch/remat_torch_check.py REMAT [--models chain,resnet18,gpt,unet]
+                                                      [--fractions 0.5,0.7,0.9] [--tolerance 0.05]
+
+For each model (small configurations: CPU, one thread) and each fraction f:
+
+1. remat_torch.graph_of gives the remat graph of the model's AOTAutograd
+   joint graph; `remat replay` its store-all peak P (whole step), its
+   activation peak A (activations, their gradients, workspace: what a plan
+   can change) and the bytes R resident before the step (params and inputs).
+   The budget (remat's --budget, on the whole step) is B = P - (1 - f) x A:
+   f of the store-all activation memory, the weights and their gradients
+   as they are.
+2. remat_torch.compile(model, inputs, budget=B, calibrate=2) plans with remat
+   and builds the training step (planning again under B less the measured
+   excess when a measured step overshoots B, at most twice); one step runs
+   under torch.profiler(profile_memory=True)
+   (the peak of the allocator's running sum: what the step allocates beyond
+   what existed before it).
+3. Checks: every parameter gradient bit-identical (torch.equal) to eager
+   PyTorch's on the same weights, input and RNG state; the measured peak
+   within the tolerance (default 5%) of remat's prediction (the plan's
+   replayed peak less R); R + measured peak within B.
+
+Prints one line per model and fraction; exits 1 on a failed check.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.profiler import profile, ProfilerActivity  # noqa: E402
+
+import models  # noqa: E402
+import remat_torch  # noqa: E402
+
+
+class WithLoss(nn.Module):
+    """The model and its loss in one module, so the compiled graph is the whole training step."""
+
+    def __init__(self, model, kind):
+        super().__init__()
+        self.model, self.kind = model, kind
+
+    def forward(self, x, target):
+        out = self.model(x)
+        if self.kind == "ce":
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        return F.mse_loss(out, target)
+
+
+def build(name, seed=0):
+    """(module with its loss, example inputs) of a small configuration of one model."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    if name == "chain":
+        m = models.chain(blocks=8, width=128)
+        x = torch.randn(256, 128, generator=g)
+        return WithLoss(m, "mse"), (x, torch.randn(256, 128, generator=g))
+    if name == "resnet18":
+        import torchvision
+        m = torchvision.models.resnet18(weights=None, num_classes=10)
+        x = torch.randn(16, 3, 96, 96, generator=g)
+        return WithLoss(m, "ce"), (x, torch.randint(0, 10, (16,), generator=g))
+    if name == "gpt":
+        m = models.gpt(vocab=256, block=64, layers=4, heads=4, d_model=64, dropout=0.1)
+        x = torch.randint(0, 256, (8, 64), generator=g)
+        return WithLoss(m, "ce"), (x, torch.randint(0, 256, (8, 64), generator=g))
+    if name == "unet":
+        m = models.unet(depth=3, channels=8, size=64)
+        x = torch.randn(4, 3, 64, 64, generator=g)
+        return WithLoss(m, "mse"), (x, torch.randn(4, 1, 64, 64, generator=g))
+    raise SystemExit("remat_torch_check: no model '%s'" % name)
+
+
+def profiled_step(step, params, inputs, seed=123):
+    """One training step under the profiler: (peak bytes beyond what existed, gradients)."""
+    for p in params:
+        p.grad = None
+    torch.manual_seed(seed)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        loss = step(*inputs)
+        loss.backward()
+        del loss
+    cur = peak = 0
+    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    for e in sorted(evs, key=lambda e: e.start_us()):
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    return peak, [p.grad.clone() if p.grad is not None else None for p in params]
+
+
+def replay(remat, graph, workdir, name):
+    path = os.path.join(workdir, name + ".json")
+    with open(path, "w") as f:
+        json.dump(graph, f)
+    out = subprocess.run([remat, "replay", path, "--json"], check=True, capture_output=True, text=True)
+    rep = json.loads(out.stdout)
+    resident = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
+    return rep["peak_bytes"], resident, rep["activation_peak_bytes"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("remat")
+    ap.add_argument("--models", default="chain,resnet18,gpt,unet")
+    ap.add_argument("--fractions", default="0.5,0.7,0.9")
+    ap.add_argument("--tolerance", type=float, default=0.05)
+    ap.add_argument("--calibrate", type=int, default=2,
+                    help="rounds of plan, measure, plan again under the excess (remat_torch.compile's calibrate)")
+    ap.add_argument("--no-auto", action="store_true",
+                    help="leave out remat's auto (its exact MILP has a time limit, so its plan can vary with load)")
+    a = ap.parse_args()
+    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto"))
+    torch.set_num_threads(1)
+    import tempfile
+    workdir = tempfile.mkdtemp(prefix="remat-torch-check-")
+    bad = 0
+    for name in a.models.split(","):
+        model, inputs = build(name)
+        params = list(model.parameters())
+        _, eager_grads = profiled_step(model, params, inputs)
+        graph = remat_torch.graph_of(model, inputs)
+        P, R, A = replay(a.remat, graph, workdir, name)
+        sa = remat_torch.store_all_compile(model, inputs)
+        sa_peak, sa_grads = profiled_step(sa, params, inputs)
+        same = all(torch.equal(u, v) for u, v in zip(eager_grads, sa_grads))
+        print("%s: %d ops; store-all: remat %d B beyond %d B resident, measured %d B (%.4f); gradients %s" %
+              (name, len(graph["ops"]), P - R, R, sa_peak, sa_peak / (P - R),
+               "bit-identical" if same else "DIFFERENT"))
+        for f in (float(s) for s in a.fractions.split(",")):
+            budget = P - int((1 - f) * A)
+            try:
+                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat, strategies=strategies,
+                                           calibrate=a.calibrate)
+            except RuntimeError as e:
+                bad += 1
+                print("  FAIL f=%.1f budget %d B: %s" % (f, budget, str(e).split(": build/")[0]))
+                continue
+            rep = step.remat_report
+            predicted = int(rep["peak_bytes"]) - R
+            peak, grads = profiled_step(step, params, inputs)
+            same = all(torch.equal(u, v) for u, v in zip(eager_grads, grads))
+            ratio = peak / predicted
+            ok = same and abs(ratio - 1) <= a.tolerance and R + peak <= budget
+            bad += not ok
+            cal = rep.get("calibration") or []
+            print("  %s f=%.1f budget %d B%s: %s keeps %d, recomputes %d nodes, extra FLOPs %.1f%%; predicted %d B, "
+                  "measured %d B (%.4f), within budget: %s; gradients %s" %
+                  ("ok" if ok else "FAIL", f, budget,
+                   " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
+                   if len(cal) > 1 else "", rep["chosen"], len(rep["keep"]), rep["recomputed_nodes"],
+                   100 * float(rep["overhead"] or 0), predicted, peak, ratio,
+                   "yes" if R + peak <= budget else "NO", "bit-identical" if same else "DIFFERENT"))
+            sys.stdout.flush()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
