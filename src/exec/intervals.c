@@ -236,10 +236,12 @@ remat_status remat__intervals_record(const remat_analysis *a, const remat_schedu
     /* Most schedules open about one interval per instruction and tensor:
      * start there, and grow by doubling past it. */
     R.cap_iv = steps + g->n_tensors;
-    out->iv = remat__array(R.cap_iv, sizeof *out->iv);
+    /* Uninitialized: every entry is written before it is read, and zeroing
+     * megabytes per record would cost more than recording them. */
+    out->iv = R.cap_iv <= SIZE_MAX / 2 / sizeof *out->iv ? remat__malloc(R.cap_iv * sizeof *out->iv) : NULL;
     if (keep & REMAT__IV_EVENTS) {
         R.cap_ev = 2 * R.cap_iv;
-        out->events = remat__array(R.cap_ev, sizeof *out->events);
+        out->events = out->iv ? remat__malloc(R.cap_ev * sizeof *out->events) : NULL;
     }
     out->open = remat__array(nt, sizeof *out->open);
     out->open_grad = remat__array(nt, sizeof *out->open_grad);
