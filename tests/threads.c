@@ -22,6 +22,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#if REMAT_HAVE_GLPK
+#include <glpk.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +133,12 @@ static void *run(void *arg)
                          r);
             }
         }
+#if REMAT_HAVE_GLPK
+    /* GLPK keeps a per-thread environment (exact's solver made it): a
+     * thread that planned with exact frees it before it ends, as GLPK asks
+     * (glp_free_env); remat cannot, since the caller may hold GLPK objects. */
+    glp_free_env();
+#endif
     return NULL;
 }
 

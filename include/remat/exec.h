@@ -39,7 +39,8 @@ extern "C" {
     X(RECOMPUTED, "recomputed")                       \
     X(ACTIVATION_GRADS, "activation_grads")           \
     X(WORKSPACE, "workspace")                         \
-    X(COMM_BUFFERS, "comm_buffers")
+    X(COMM_BUFFERS, "comm_buffers")                   \
+    X(GATHERED_PARAMS, "gathered_params")
 
 typedef enum {
 #define REMAT__CAT_ENUM(name, text) REMAT_CAT_##name,
@@ -59,6 +60,8 @@ int remat_category_is_activation(remat_category c);
 /* Persistent state that the graph does not describe (from the ledger):
  * resident for the whole step, in their own categories. optimizer_workspace
  * is transient during the optimizer step. Zero-initialize for none. */
+typedef struct remat_sharding remat_sharding;
+
 typedef struct remat_exec_extras {
     uint64_t optimizer_state;
     uint64_t master_weights;
@@ -66,6 +69,10 @@ typedef struct remat_exec_extras {
     uint64_t comm_buffers;
     uint64_t optimizer_workspace;
     uint64_t workspace;          /* library workspace held for the whole step (category workspace) */
+    /* NULL: one device. Otherwise the data-parallel sharding this replay
+     * measures one rank of (see "Sharded data parallel" below); the caller
+     * keeps it alive for the replay. */
+    const remat_sharding *sharding;
 } remat_exec_extras;
 
 /* Observer: called during replay, for the tracer and numeric mode. Any
@@ -98,6 +105,16 @@ typedef struct remat_replay_result {
     uint64_t flops_forward, flops_backward, flops_recompute;
     uint32_t *recompute_counts;  /* per op (owned; free with _destroy) */
     uint64_t n_instructions;
+    /* Live bytes per category when the optimizer step starts: the persistent
+     * state a rank holds at OPT (weights, gradients, optimizer state, master
+     * copy), the figure that the ledger's lines describe. */
+    uint64_t at_opt_by_category[REMAT_CAT_COUNT];
+    /* Sharded replays: the collectives' volume per rank for this step, in
+     * elements and bytes, counted as Rajbhandari et al. (2020, section 7)
+     * count it: an all-gather or a reduce-scatter of E elements moves E, an
+     * all-reduce 2E. A ring sends (dp-1)/dp of that volume from each rank. */
+    uint64_t comm_elements, comm_bytes;
+    uint32_t n_collectives;
 } remat_replay_result;
 
 /* Replays s against the analysis. Returns REMAT_OK with r->valid set either
@@ -175,6 +192,100 @@ remat_status remat_replay_end(remat_replay_cursor *c, remat_replay_result *r, re
 
 /* Frees the cursor; NULL is accepted. */
 void remat_replay_cursor_destroy(remat_replay_cursor *c);
+
+/* ---- Sharded data parallel (graphs/README.md, "Sharded data parallel") ---
+ *
+ * A sharded replay measures ONE rank of dp data-parallel ranks. The
+ * sharding names the units (the params gathered together: one unit per op
+ * that is the first to read a param, holding the params it reads first)
+ * and the gradient buckets (trainable params in order of gradient
+ * completion, reverse forward order, filled up to the bucket size), and
+ * what each rank keeps resident:
+ *   stage 0 (DDP): every array whole; each bucket all-reduced (ALLREDUCE)
+ *     once its gradients are complete;
+ *   stage 1: optimizer state and master copy sharded (the ledger's lines);
+ *     each bucket reduce-scattered (REDUCE_SCATTER); gradients stay whole;
+ *     after OPT every unit's updated weights are all-gathered;
+ *   stage 2: as 1, and REDUCE_SCATTER frees the bucket's whole gradients
+ *     into the rank's gradient partition (allocated at the first one:
+ *     ceil(Psi / dp) elements, DeepSpeed's grads_in_partition);
+ *   stage 3: as 2, and weights sharded per param (ceil(e / dp) elements of
+ *     each, DeepSpeed partition_parameters.py pads each param to dp); a
+ *     unit is gathered (ALLGATHER, category gathered_params, the padded
+ *     whole) before a FWD, RECOMPUTE or BWD reads its params and released
+ *     (RELEASE) after; no OPT gather.
+ * Rules the replay enforces (REMAT_ESCHEDULE naming the instruction):
+ *   - stage 3: a FWD, RECOMPUTE or BWD that reads a param (input or saved)
+ *     needs its unit gathered; RELEASE needs it gathered; ALLGATHER of a
+ *     gathered unit is refused; a released unit is not read;
+ *   - a bucket is reduced once, and only when every gradient in it is
+ *     complete (every BWD that writes it has run);
+ *   - OPT needs every bucket reduced; after OPT only the stage 1/2
+ *     ALLGATHERs of updated weights may follow;
+ *   - a collective in a replay without a sharding, or of the wrong kind for
+ *     the stage (ALLREDUCE at stages 1-3, REDUCE_SCATTER at stage 0), is
+ *     refused.
+ * remat_replay given a sharding and a schedule with no collectives inserts
+ * them first (remat_schedule_shard) and replays that; with an observer it
+ * refuses (REMAT_EINVAL: the observer's indices would not be the caller's
+ * schedule's). */
+
+typedef struct remat_shard_config {
+    uint32_t stage;                 /* ZeRO stage 0..3 (0 = plain data parallel, DDP) */
+    uint64_t dp;                    /* ranks, >= 2 */
+    uint32_t elem_bytes;            /* bytes per element of params, gradients, collectives (2) */
+    uint64_t bucket_elements;       /* gradient bucket (stage 0: 25 MiB / elem_bytes, DDP bucket_cap_mb;
+                                     * 1-3: 5e8, DeepSpeed reduce_bucket_size) */
+    uint64_t first_bucket_elements; /* stage 0: 1 MiB / elem_bytes (DDP's first bucket); else = bucket */
+    uint64_t prefetch_elements;     /* stage 3: stage3_prefetch_bucket_size (5e7); 0: no prefetch */
+    uint64_t max_live_elements;     /* stage 3: stage3_max_live_parameters (1e9) */
+} remat_shard_config;
+
+/* Sets the defaults above for stage and dp. */
+void remat_shard_config_init(remat_shard_config *cfg, uint32_t stage, uint64_t dp);
+
+struct remat_sharding {
+    remat_shard_config cfg;
+    const remat_analysis *a;
+    uint32_t *unit_of;          /* per tensor: op owning the param's unit; REMAT_NONE for non-params */
+    uint64_t *unit_elements;    /* per op: elements its unit gathers (padded per param to dp) */
+    uint64_t *unit_grad_elements; /* per op: elements of its unit's params with a gradient (unpadded) */
+    uint32_t *bucket_of;        /* per tensor: bucket of a param with a gradient; REMAT_NONE otherwise */
+    uint64_t *bucket_elements;  /* per bucket: elements of its params (unpadded) */
+    uint32_t n_buckets;
+    uint64_t psi;               /* trainable elements with a gradient (Psi) */
+    uint64_t weight_bytes;      /* each rank's resident trainable weights */
+    uint64_t frozen_bytes;      /* each rank's resident frozen params */
+    uint64_t grad_partition_bytes; /* stages 2-3: each rank's gradient partition */
+    /* Elements each rank really owns of the flat partition (the last ranks'
+     * padding holds no parameter); memory is the padded partition on every
+     * rank, so every rank replays the same bytes. */
+    uint64_t *rank_elements;    /* dp entries */
+};
+
+/* Builds the sharding of a's graph. REMAT_EINVAL for a bad config (names
+ * the field) or a param whose bytes are not whole elements (names it);
+ * REMAT_EOVERFLOW; REMAT_ENOMEM. Destroy with remat_sharding_destroy (safe
+ * after a failure). O(tensors + refs). */
+remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_config *cfg, remat_sharding *out,
+                                 remat_err *err);
+void remat_sharding_destroy(remat_sharding *sh);
+
+/* Inserts the collectives of sh into the compute schedule in (FWD,
+ * RECOMPUTE, BWD, FREE, OPT; an OPT is appended when absent): stage 3
+ * gathers each unit before the instruction that reads it, then prefetches
+ * the next units in the order the schedule reads them while the prefetched
+ * elements are below min(max_live - gathered, prefetch)
+ * (DeepSpeed partitioned_param_coordinator.py fetch_sub_module), and
+ * releases a unit after an instruction unless the next param-reading
+ * instruction of the same phase (forward: FWD; backward: BWD, RECOMPUTE)
+ * reads it; a bucket is reduced right after the BWD that completes its last
+ * gradient. out should be empty. O(instructions x units gathered). */
+remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
+                                  remat_err *err);
+
+/* 1 if s contains a collective. */
+int remat_schedule_has_collectives(const remat_schedule *s);
 
 /* Default policy: keep[t] = 1 keeps activation t resident until its last
  * backward need; 0 frees it after its last forward use and recomputes it

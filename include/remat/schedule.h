@@ -26,7 +26,13 @@ typedef enum {
     REMAT_I_RECOMPUTE, /* arg: op; a further forward execution that rebuilds freed outputs */
     REMAT_I_BWD,       /* arg: op; its backward step */
     REMAT_I_FREE,      /* arg: tensor; releases it (storage goes when no view of it remains) */
-    REMAT_I_OPT        /* arg: unused; the optimizer step */
+    REMAT_I_OPT,       /* arg: unused; the optimizer step */
+    /* Collectives of sharded data parallelism (remat/exec.h, "Sharded data
+     * parallel"); they appear only in a schedule replayed with a sharding. */
+    REMAT_I_ALLGATHER,      /* arg: op; gathers the params of that op's unit */
+    REMAT_I_RELEASE,        /* arg: op; frees the gathered copy of that op's unit */
+    REMAT_I_REDUCE_SCATTER, /* arg: bucket; reduces a gradient bucket, each rank keeping its partition */
+    REMAT_I_ALLREDUCE       /* arg: bucket; reduces a gradient bucket onto every rank (DDP) */
 } remat_instr_kind;
 
 typedef struct remat_instr {
@@ -45,7 +51,8 @@ void remat_schedule_destroy(remat_schedule *s);
 remat_status remat_schedule_push(remat_schedule *s, remat_instr_kind kind, uint32_t arg);
 void remat_schedule_clear(remat_schedule *s);
 
-/* "FWD", "RECOMPUTE", "BWD", "FREE", "OPT". */
+/* "FWD", "RECOMPUTE", "BWD", "FREE", "OPT", "ALLGATHER", "RELEASE",
+ * "REDUCE_SCATTER", "ALLREDUCE". */
 const char *remat_instr_name(remat_instr_kind k);
 
 /* Writes an instruction as text ("BWD h3", "FREE a1", "OPT"). */

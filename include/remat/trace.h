@@ -229,6 +229,32 @@ char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *o, siz
 char *remat_trace_csv(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 char *remat_trace_svg(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 
+/* The formats as data: a writer per format behind one call. */
+typedef enum {
+    REMAT_TRACE_FORMAT_JSON,
+    REMAT_TRACE_FORMAT_CHROME,
+    REMAT_TRACE_FORMAT_CSV,
+    REMAT_TRACE_FORMAT_SVG,
+    REMAT_TRACE_FORMAT_COUNT
+} remat_trace_format;
+
+typedef struct remat_trace_format_info {
+    const char *name;    /* "json", "chrome", "csv", "svg" */
+    const char *suffix;  /* the file name ending that selects it (".trace.json" for chrome) */
+    const char *summary;
+} remat_trace_format_info;
+
+/* The table, indexed by remat_trace_format (static storage). */
+const remat_trace_format_info *remat_trace_formats(size_t *n);
+/* 1 and *out when name is a format's name, else 0. */
+int remat_trace_format_parse(const char *name, remat_trace_format *out);
+/* 1 and *out when path ends with a format's suffix (any case; the longest
+ * match wins, so NAME.trace.json is chrome), else 0. */
+int remat_trace_format_of_path(const char *path, remat_trace_format *out);
+/* The document in format, as the writer above for it would make it. */
+char *remat_trace_write(const remat_trace *t, const remat_trace_options *o, remat_trace_format format, size_t *len,
+                        remat_err *err);
+
 /* The audit of the peak: the step, the totals per category (with the sum of
  * category peaks beside the true peak), the o->top largest intervals live at
  * that moment other than the resident state, with why each is live (saved

@@ -108,9 +108,11 @@ int cmd_compare(int argc, char **argv)
     if (rc != REMAT_EXIT_OK)
         return rc;
     uint64_t reserve = 0;
-    if ((rc = remat_cli_ledger_extras("compare", g, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+    if ((rc = remat_cli_ledger_extras("compare", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("compare", &o, reserve)) != REMAT_EXIT_OK) {
-        remat_analysis_destroy(a);
+        remat_cli_ledger_destroy(&L);
+        remat_cli_ledger_destroy(&L);
+    remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
@@ -144,6 +146,7 @@ int cmd_compare(int argc, char **argv)
             remat_free(text);
         }
     }
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -353,9 +353,11 @@ int cmd_plan(int argc, char **argv)
     if (rc != REMAT_EXIT_OK)
         return rc;
     uint64_t reserve = 0;
-    if ((rc = remat_cli_ledger_extras("plan", g, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+    if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
-        remat_analysis_destroy(a);
+        remat_cli_ledger_destroy(&L);
+        remat_cli_ledger_destroy(&L);
+    remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
@@ -394,12 +396,23 @@ int cmd_plan(int argc, char **argv)
         uint64_t static_arena = 0;
         if (out) {
             /* The plan file carries the static plan's offsets (issue 11). */
-            text = remat_report_plan_with_offsets(a, &plan, &r, &o.extras, &static_arena, &len, &err);
+            /* A sharded rank's static offsets would need the collectives'
+             * buffers in the file's schedule, which keeps compute only. */
+            text = L.sharded ? remat_report_plan(a, &plan, &r, &len, &err)
+                             : remat_report_plan_with_offsets(a, &plan, &r, &o.extras, &static_arena, &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }
-        if (rc == REMAT_EXIT_OK && !arena_mode && o.budget_kind != REMAT_BUDGET_NONE)
+        if (rc == REMAT_EXIT_OK && !arena_mode && !L.sharded && o.budget_kind != REMAT_BUDGET_NONE)
             warn_arena(a, &plan, &o, out ? static_arena : 0);
+        /* Reports name the instructions the sharded replay judged. */
+        if (rc == REMAT_EXIT_OK && L.sharded) {
+            rc = remat_cli_ledger_shard_schedule(&L, &plan.schedule);
+            remat_replay_result_destroy(&r);
+            memset(&r, 0, sizeof r);
+            if (rc == REMAT_EXIT_OK && remat_replay(a, &plan.schedule, &o.extras, NULL, &r, &err) != REMAT_OK)
+                rc = remat_cli_fail(&err);
+        }
         if (rc == REMAT_EXIT_OK) {
             text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
                                        &len, &err);
@@ -423,6 +436,7 @@ int cmd_plan(int argc, char **argv)
                     fprintf(H, "arena       %s (static offset plan; the budget caps it)\n",
                             remat_format_bytes(arena, b, sizeof b));
                 fputs(text, H);
+                remat_cli_ledger_print_sharding(H, &L, &r);
                 if (out && strcmp(out, "-") != 0)
                     fprintf(H, "plan written to %s\n", out);
             }
@@ -431,6 +445,7 @@ int cmd_plan(int argc, char **argv)
         remat_replay_result_destroy(&r);
         remat_plan_destroy(&plan);
     }
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -131,8 +131,10 @@ int cmd_replay(int argc, char **argv)
         return rc;
     remat_exec_extras extras;
     uint64_t reserve = 0;
-    if ((rc = remat_cli_ledger_extras("replay", g, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
-        remat_analysis_destroy(a);
+    if ((rc = remat_cli_ledger_extras("replay", a, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
+        remat_cli_ledger_destroy(&L);
+        remat_cli_ledger_destroy(&L);
+    remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
@@ -145,6 +147,13 @@ int cmd_replay(int argc, char **argv)
         st = remat_plan_load_file(g, argv[optind + 1], &plan, &err);
     else
         st = remat_schedule_store_all(a, &plan.schedule, &err);
+    if (st == REMAT_OK && (rc = remat_cli_ledger_shard_schedule(&L, &plan.schedule)) != REMAT_EXIT_OK) {
+        remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     remat_numeric_result nr;
     memset(&nr, 0, sizeof nr);
     remat_replay_result *r = &nr.replay;
@@ -165,6 +174,8 @@ int cmd_replay(int argc, char **argv)
             text = with_numeric(text, &len, json, &nr, &err, &rerr);
         rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
         remat_free(text);
+        if (rc == REMAT_EXIT_OK && !json && r->valid)
+            remat_cli_ledger_print_sharding(stdout, &L, r);
         if (rc == REMAT_EXIT_OK && (!r->valid || (numeric && !nr.verified))) {
             if (!json)
                 remat_cli_fail_in(src, &err);
@@ -173,6 +184,7 @@ int cmd_replay(int argc, char **argv)
     }
     remat_numeric_result_destroy(&nr);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

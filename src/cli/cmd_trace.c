@@ -16,51 +16,40 @@
 #include "remat/trace.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { FMT_NONE = -1, FMT_JSON, FMT_CHROME, FMT_CSV, FMT_SVG };
+enum { FMT_NONE = -1, FMT_JSON = REMAT_TRACE_FORMAT_JSON, FMT_CHROME = REMAT_TRACE_FORMAT_CHROME,
+       FMT_CSV = REMAT_TRACE_FORMAT_CSV, FMT_SVG = REMAT_TRACE_FORMAT_SVG };
 enum { OPT_PLAN = 256, OPT_ACT, OPT_FLOPS_TIME, OPT_PER_US, OPT_TOP, OPT_WIDTH, OPT_HEIGHT };
 
-static int ends_with(const char *s, const char *suffix)
+/* The format's names or suffixes from the library's table, as "a, b, c or d". */
+static void format_list(char *buf, size_t cap, int suffixes)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    if (n < m)
-        return 0;
-    /* Extensions are matched without regard to case: "T.SVG" is an SVG. */
-    for (size_t i = 0; i < m; i++) {
-        char c = s[n - m + i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != suffix[i])
-            return 0;
+    size_t n;
+    const remat_trace_format_info *f = remat_trace_formats(&n);
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                 suffixes ? f[i].suffix : f[i].name);
     }
-    return 1;
 }
 
 static int format_from_name(const char *path)
 {
-    if (ends_with(path, ".trace.json"))
-        return FMT_CHROME;
-    if (ends_with(path, ".json"))
-        return FMT_JSON;
-    if (ends_with(path, ".csv"))
-        return FMT_CSV;
-    if (ends_with(path, ".svg"))
-        return FMT_SVG;
-    return FMT_NONE;
+    remat_trace_format f;
+    return remat_trace_format_of_path(path, &f) ? (int)f : FMT_NONE;
 }
 
 static int format_from_option(const char *s)
 {
-    static const char *const names[] = {"json", "chrome", "csv", "svg"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return FMT_NONE;
+    remat_trace_format f;
+    return remat_trace_format_parse(s, &f) ? (int)f : FMT_NONE;
 }
 
-/* A whole number from 1 to max. */
+/* The format's name, for messages. */
 static const char *format_label(int fmt)
 {
     switch (fmt) {
@@ -140,8 +129,11 @@ int cmd_trace(int argc, char **argv)
             budget_given = 1;
             break;
         case 'f':
-            if ((fmt = format_from_option(optarg)) == FMT_NONE)
-                return remat_cli_usage_error("trace", "--format: '%s' is not json, chrome, csv or svg", optarg);
+            if ((fmt = format_from_option(optarg)) == FMT_NONE) {
+                char list[128];
+                format_list(list, sizeof list, 0);
+                return remat_cli_usage_error("trace", "--format: '%s' is not %s", optarg, list);
+            }
             break;
         case OPT_FLOPS_TIME: o.flops_time = 1; break;
         case OPT_PER_US: per_us = optarg; break;
@@ -175,8 +167,11 @@ int cmd_trace(int argc, char **argv)
                                      format_label(fmt), out);
     if (fmt == FMT_NONE)
         fmt = named;
-    if (fmt == FMT_NONE)
-        return remat_cli_usage_error("trace", "give --format, or an -o name ending .json, .trace.json, .csv or .svg");
+    if (fmt == FMT_NONE) {
+        char list[128];
+        format_list(list, sizeof list, 1);
+        return remat_cli_usage_error("trace", "give --format, or an -o name ending %s", list);
+    }
     if (per_us && !o.flops_time)
         return remat_cli_usage_error("trace", "--flops-per-us applies to --flops-time only");
     if (per_us && (rc0 = remat_cli_parse_count("trace", "--flops-per-us", per_us, 1, UINT64_MAX, &o.flops_per_us)) !=
@@ -204,12 +199,7 @@ int cmd_trace(int argc, char **argv)
     }
     size_t len = 0;
     char *text = NULL;
-    switch (fmt) {
-    case FMT_JSON: text = remat_trace_json(t, &o, &len, &err); break;
-    case FMT_CHROME: text = remat_trace_chrome(t, &o, &len, &err); break;
-    case FMT_CSV: text = remat_trace_csv(t, &o, &len, &err); break;
-    default: text = remat_trace_svg(t, &o, &len, &err); break;
-    }
+    text = remat_trace_write(t, &o, (remat_trace_format)fmt, &len, &err);
     rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_trace_destroy(t);

@@ -11,6 +11,15 @@ void remat_cli_ledger_init(remat_cli_ledger *L)
 {
     memset(L, 0, sizeof *L);
     remat_ledger_config_init(&L->cfg);
+    remat_shard_config_init(&L->shard, 0, 0);
+}
+
+void remat_cli_ledger_destroy(remat_cli_ledger *L)
+{
+    if (L && L->sharded)
+        remat_sharding_destroy(&L->sh);
+    if (L)
+        L->sharded = 0;
 }
 
 /* A plain decimal integer, nothing else: "--dp 8x" must not become 8. */
@@ -97,6 +106,21 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_min8 = 1;
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
+    case REMAT_LOPT_STAGE3_PREFETCH:
+    case REMAT_LOPT_STAGE3_MAX_LIVE:
+    case REMAT_LOPT_FIRST_BUCKET: {
+        const char *o = c == REMAT_LOPT_STAGE3_PREFETCH   ? "--stage3-prefetch"
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? "--stage3-max-live"
+                                                          : "--first-bucket-elements";
+        uint64_t *dst = c == REMAT_LOPT_STAGE3_PREFETCH   ? &L->shard.prefetch_elements
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? &L->shard.max_live_elements
+                                                          : &L->shard.first_bucket_elements;
+        if (remat_ledger_parse_count(arg, o, dst, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        L->have_prefetch |= c == REMAT_LOPT_STAGE3_PREFETCH;
+        L->have_max_live |= c == REMAT_LOPT_STAGE3_MAX_LIVE;
+        break;
+    }
     default: return -1;
     }
     if (dt && remat_ledger_dtype_parse(arg, name, dt, &err) != REMAT_OK)
@@ -115,12 +139,16 @@ int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L)
     if (cfg->adafactor_beta1 && cfg->optimizer != REMAT_LEDGER_ADAFACTOR)
         return remat_cli_usage_error(cmd, "--adafactor-beta1 applies to --optimizer adafactor only (not %s)",
                                      remat_ledger_optimizer_name(cfg->optimizer));
+    if ((L->have_prefetch || L->have_max_live) && cfg->zero_stage != 3)
+        return remat_cli_usage_error(cmd, "%s applies to --zero 3 only (not --zero %u)",
+                                     L->have_prefetch ? "--stage3-prefetch" : "--stage3-max-live", cfg->zero_stage);
     return REMAT_EXIT_OK;
 }
 
-int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_cli_ledger *L, remat_exec_extras *x,
+int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_ledger *L, remat_exec_extras *x,
                             uint64_t *reserve)
 {
+    const remat_graph *g = a->g;
     memset(x, 0, sizeof *x);
     *reserve = 0;
     if (!L->used)
@@ -128,12 +156,6 @@ int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_c
     int rc = remat_cli_ledger_check(cmd, L);
     if (rc != REMAT_EXIT_OK)
         return rc;
-    if (L->cfg.zero_stage >= 2)
-        return remat_cli_usage_error(cmd,
-                                     "--zero %u shards %s, which the replay counts unsharded from the graph; "
-                                     "budget ZeRO stages 2 and 3 with `remat ledger` (stages 0 and 1 are supported "
-                                     "here)",
-                                     L->cfg.zero_stage, L->cfg.zero_stage == 2 ? "gradients" : "weights and gradients");
     remat_ledger_result r;
     remat_err err;
     remat_err_init(&err);
@@ -142,6 +164,15 @@ int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_c
         return remat_cli_usage_error(cmd, "%s", err.msg);
     if (st != REMAT_OK)
         return remat_cli_fail(&err);
+    /* Weights and gradients are checked unsharded against the graph; the
+     * sharding below divides them as the engines do. */
+    remat_ledger_result whole = r;
+    if (r.zero_stage >= 2) {
+        remat_ledger_config c0 = L->cfg;
+        c0.zero_stage = 0;
+        if ((st = remat_ledger_from_graph(&c0, g, &whole, &err)) != REMAT_OK)
+            return remat_cli_fail(&err);
+    }
     /* The replay counts each param (and its gradient) at the graph's own
      * bytes: a different stored precision would count two different arrays. */
     uint64_t graph_weights = 0, graph_frozen = 0;
@@ -154,19 +185,19 @@ int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_c
         else
             graph_weights += T->bytes;
     }
-    if (r.weights.bytes != graph_weights)
+    if (whole.weights.bytes != graph_weights)
         return remat_cli_usage_error(cmd,
                                      "--weights %s gives %llu B of trainable weights but the graph's params are %llu B: "
                                      "the replay counts the graph's params as they are stored, so export the graph "
                                      "in the training precision",
-                                     remat_ledger_dtype_name(r.weights.dtype), (unsigned long long)r.weights.bytes,
+                                     remat_ledger_dtype_name(r.weights.dtype), (unsigned long long)whole.weights.bytes,
                                      (unsigned long long)graph_weights);
-    if (r.gradients.bytes != graph_weights)
+    if (whole.gradients.bytes != graph_weights)
         return remat_cli_usage_error(cmd,
                                      "--grads %s gives %llu B of gradients but the replay allocates each gradient at its "
                                      "param's size (%llu B in all)",
-                                     remat_ledger_dtype_name(r.gradients.dtype), (unsigned long long)r.gradients.bytes,
-                                     (unsigned long long)graph_weights);
+                                     remat_ledger_dtype_name(r.gradients.dtype),
+                                     (unsigned long long)whole.gradients.bytes, (unsigned long long)graph_weights);
     x->optimizer_state = r.optimizer_state.bytes;
     x->master_weights = r.master_weights.bytes;
     /* The ledger's frozen line holds the graph's frozen params too; the
@@ -175,7 +206,64 @@ int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_c
     x->comm_buffers = r.comm_buffers.bytes;
     x->workspace = r.workspace.bytes;
     *reserve = r.fragmentation_reserve.bytes;
+    if (r.dp < 2)
+        return REMAT_EXIT_OK;
+    /* The rank of a data-parallel step: every stage, 0 being DDP. */
+    remat_shard_config sc = L->shard;
+    sc.stage = r.zero_stage;
+    sc.dp = r.dp;
+    sc.elem_bytes = remat_ledger_dtype_size(r.weights.dtype);
+    if (L->cfg.bucket_bytes || L->cfg.bucket_elements)
+        sc.bucket_elements = L->cfg.bucket_elements ? L->cfg.bucket_elements : L->cfg.bucket_bytes / sc.elem_bytes;
+    remat_cli_ledger_destroy(L);
+    if ((st = remat_sharding_init(a, &sc, &L->sh, &err)) != REMAT_OK)
+        return st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
+    L->sharded = 1;
+    x->sharding = &L->sh;
     return REMAT_EXIT_OK;
+}
+
+int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s)
+{
+    if (!L->sharded || remat_schedule_has_collectives(s))
+        return REMAT_EXIT_OK;
+    remat_err err;
+    remat_err_init(&err);
+    remat_schedule full;
+    remat_schedule_init(&full);
+    if (remat_schedule_shard(&L->sh, s, &full, &err) != REMAT_OK) {
+        remat_schedule_destroy(&full);
+        return remat_cli_fail(&err);
+    }
+    remat_schedule_destroy(s);
+    *s = full;
+    return REMAT_EXIT_OK;
+}
+
+void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r)
+{
+    if (!L->sharded)
+        return;
+    const remat_sharding *sh = &L->sh;
+    uint64_t dp = sh->cfg.dp;
+    static const char *const how[] = {"DDP: buckets all-reduced", "ZeRO 1: optimizer state sharded",
+                                      "ZeRO 2: gradients and optimizer state sharded",
+                                      "ZeRO 3: weights, gradients and optimizer state sharded"};
+    fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
+            (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
+    fprintf(f, "ranks       every rank holds the padded partition, so each replays the peak above; elements owned:");
+    for (uint64_t k = 0; k < dp && k < 16; k++)
+        fprintf(f, " %llu", (unsigned long long)sh->rank_elements[k]);
+    fprintf(f, "%s\n", dp > 16 ? " ..." : "");
+    fprintf(f, "largest     rank 0: peak %llu B\n", (unsigned long long)r->peak_bytes);
+    /* A ring sends (N-1)/N of each collective's volume from every rank. */
+    uint64_t q = r->comm_bytes / dp, rem = r->comm_bytes % dp;
+    uint64_t ring = q * (dp - 1) + rem * (dp - 1) / dp; /* <= comm_bytes */
+    fprintf(f, "comm        %llu elements = %llu B per rank per step in %u collectives (%.4g Psi); a ring sends "
+               "(N-1)/N = %llu/%llu of it: %llu B (rounded down)\n",
+            (unsigned long long)r->comm_elements, (unsigned long long)r->comm_bytes, r->n_collectives,
+            sh->psi ? (double)r->comm_elements / (double)sh->psi : 0.0, (unsigned long long)(dp - 1),
+            (unsigned long long)dp, (unsigned long long)ring);
 }
 
 int remat_cli_apply_reserve(const char *cmd, remat_plan_options *o, uint64_t reserve)

@@ -11,6 +11,9 @@
 
 #include "cli.h"
 #include "remat/ledger.h"
+#include "remat/exec.h"
+
+#include <stdio.h>
 
 #include <getopt.h>
 
@@ -31,7 +34,10 @@ enum {
     REMAT_LOPT_RESERVE,
     REMAT_LOPT_BLOCK,
     REMAT_LOPT_MIN_8BIT,
-    REMAT_LOPT_ADAFACTOR_BETA1
+    REMAT_LOPT_ADAFACTOR_BETA1,
+    REMAT_LOPT_STAGE3_PREFETCH,
+    REMAT_LOPT_STAGE3_MAX_LIVE,
+    REMAT_LOPT_FIRST_BUCKET
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -51,15 +57,26 @@ enum {
     {"reserve", required_argument, NULL, REMAT_LOPT_RESERVE},                 \
     {"block", required_argument, NULL, REMAT_LOPT_BLOCK},                     \
     {"min-8bit", required_argument, NULL, REMAT_LOPT_MIN_8BIT},               \
-    {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1}
+    {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1},       \
+    {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
+    {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
+    {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET}
 
 typedef struct remat_cli_ledger {
     remat_ledger_config cfg;
     int used;       /* any ledger option was given */
     int have_block, have_min8;
+    /* Sharded data parallel (--dp N >= 2): the rank the planning commands
+     * replay, built by remat_cli_ledger_extras. */
+    remat_shard_config shard;
+    int have_prefetch, have_max_live;
+    int sharded;
+    remat_sharding sh;
 } remat_cli_ledger;
 
 void remat_cli_ledger_init(remat_cli_ledger *L);
+/* Frees the sharding; accepts a ledger that never built one. */
+void remat_cli_ledger_destroy(remat_cli_ledger *L);
 
 /* Handles option c if it is a ledger option: returns REMAT_EXIT_OK, or the
  * usage error's exit code; -1 when c is not a ledger option. */
@@ -73,12 +90,23 @@ int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L);
  * training state and fills x with the state the graph does not describe.
  * The replay counts the graph's own params and their gradients at the
  * graph's sizes, so weights and gradients must be stored as the graph
- * stores them and ZeRO stages 2 and 3 (which shard those) are refused.
+ * stores them. With --dp N >= 2 it also builds the sharding of the rank
+ * (every ZeRO stage, 0 being DDP), which x->sharding points to (owned by
+ * L: destroy L after the last replay).
  * *reserve gets the fragmentation reserve, which the caller subtracts from
  * the budget. Prints what it added to stderr when verbose. Returns an exit
  * code. */
-int remat_cli_ledger_extras(const char *cmd, const remat_graph *g, const remat_cli_ledger *L, remat_exec_extras *x,
+int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_ledger *L, remat_exec_extras *x,
                             uint64_t *reserve);
+
+/* With a sharding: replaces the compute schedule s by the same schedule
+ * with its collectives inserted (remat_schedule_shard), so that reports
+ * name the instructions the replay judged. Returns an exit code. */
+int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s);
+
+/* With a sharding: prints the rank's sharding and communication lines
+ * (text) after a report. */
+void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r);
 
 /* Takes the ledger's fragmentation reserve out of a total budget (it is
  * space the allocator cannot hand out); an activation budget is left as

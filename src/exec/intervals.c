@@ -137,10 +137,23 @@ static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_ca
 {
     recorder *R = ctx;
     size_t *slot = storage == REMAT_NONE ? NULL : grad ? &R->out->open_grad[storage] : &R->out->open[storage];
-    if (!slot || !*slot)
-        return fail(R, REMAT_EINTERNAL, index, "a release without an allocation");
-    uint32_t k = (uint32_t)(*slot - 1);
-    *slot = 0;
+    uint32_t k;
+    if (!slot && c == REMAT_CAT_GATHERED_PARAMS) {
+        /* A sharded rank's gathered unit (RELEASE) belongs to no tensor:
+         * close the latest open gathered buffer of its size. */
+        size_t j = R->out->n;
+        while (j-- > 0)
+            if (R->out->iv[j].category == c && R->out->iv[j].end == UINT64_MAX && R->out->iv[j].bytes == bytes)
+                break;
+        if (j == SIZE_MAX)
+            return fail(R, REMAT_EINTERNAL, index, "a release without an allocation");
+        k = (uint32_t)j;
+    } else {
+        if (!slot || !*slot)
+            return fail(R, REMAT_EINTERNAL, index, "a release without an allocation");
+        k = (uint32_t)(*slot - 1);
+        *slot = 0;
+    }
     /* A release after the step's on_step (a backward step's output
      * gradients) was part of its mark, and the intervals still held it
      * then; one before it is what a FREE's mark still counts. */
@@ -223,10 +236,12 @@ remat_status remat__intervals_record(const remat_analysis *a, const remat_schedu
     /* Most schedules open about one interval per instruction and tensor:
      * start there, and grow by doubling past it. */
     R.cap_iv = steps + g->n_tensors;
-    out->iv = remat__array(R.cap_iv, sizeof *out->iv);
+    /* Uninitialized: every entry is written before it is read, and zeroing
+     * megabytes per record would cost more than recording them. */
+    out->iv = R.cap_iv <= SIZE_MAX / 2 / sizeof *out->iv ? remat__malloc(R.cap_iv * sizeof *out->iv) : NULL;
     if (keep & REMAT__IV_EVENTS) {
         R.cap_ev = 2 * R.cap_iv;
-        out->events = remat__array(R.cap_ev, sizeof *out->events);
+        out->events = out->iv ? remat__malloc(R.cap_ev * sizeof *out->events) : NULL;
     }
     out->open = remat__array(nt, sizeof *out->open);
     out->open_grad = remat__array(nt, sizeof *out->open_grad);

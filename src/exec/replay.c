@@ -60,13 +60,7 @@ int remat_category_is_activation(remat_category c)
 
 typedef struct remat_replay_cursor replay;
 
-static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
+remat_status remat__replay_invalid(replay *R, remat_instr in, const char *fmt, ...)
 {
     char why[REMAT_ERR_MSG_MAX], text[160];
     va_list ap;
@@ -94,22 +88,22 @@ static remat_status invalid(replay *R, remat_instr in, const char *fmt, ...)
     return REMAT_ESCHEDULE;
 }
 
-static remat_status overflow(replay *R)
+remat_status remat__replay_overflow(replay *R)
 {
     return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: live bytes exceed 2^64-1", R->index);
 }
 
-static remat_status alloc_bytes(replay *R, remat_category c, uint64_t bytes)
+remat_status remat__replay_alloc_bytes(replay *R, remat_category c, uint64_t bytes)
 {
     if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
-        return overflow(R);
+        return remat__replay_overflow(R);
     if (remat_category_is_activation(c))
         R->act_live += bytes; /* bounded by total */
     return REMAT_OK;
 }
 
 /* Releases bytes of category c (the inverse of alloc_bytes). */
-static void free_bytes(replay *R, remat_category c, uint64_t bytes)
+void remat__replay_free_bytes(replay *R, remat_category c, uint64_t bytes)
 {
     R->live[c] -= bytes;
     R->total -= bytes;
@@ -122,14 +116,14 @@ static remat_status observer_failed(replay *R)
     return remat_err_set(R->err, REMAT_EINTERNAL, "instruction %zu: replay observer failed", R->index);
 }
 
-static remat_status notify_alloc(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
+remat_status remat__replay_notify_alloc(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
 {
     if (R->obs && R->obs->on_alloc && R->obs->on_alloc(R->obs->ctx, R->index, storage, grad, c, bytes))
         return observer_failed(R);
     return REMAT_OK;
 }
 
-static remat_status notify_free(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
+remat_status remat__replay_notify_free(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
 {
     if (R->obs && R->obs->on_free && R->obs->on_free(R->obs->ctx, R->index, storage, grad, c, bytes))
         return observer_failed(R);
@@ -137,7 +131,7 @@ static remat_status notify_free(replay *R, uint32_t storage, int grad, remat_cat
 }
 
 /* Starts a step; callers then add what it allocates (before allocating). */
-static void step_begin(replay *R)
+void remat__replay_step_begin(replay *R)
 {
     R->mask = 0;
     R->add_total = R->add_act = 0;
@@ -146,7 +140,7 @@ static void step_begin(replay *R)
     R->undo_b = 0;
 }
 
-static remat_status step_add(replay *R, remat_category c, uint64_t bytes)
+remat_status remat__replay_step_add(replay *R, remat_category c, uint64_t bytes)
 {
     if (!(R->mask & (1u << c))) {
         R->mask |= 1u << c;
@@ -154,7 +148,7 @@ static remat_status step_add(replay *R, remat_category c, uint64_t bytes)
         R->add[c] = 0;
     }
     if (!remat_u64_add(R->add[c], bytes, &R->add[c]) || !remat_u64_add(R->add_total, bytes, &R->add_total))
-        return overflow(R);
+        return remat__replay_overflow(R);
     if (remat_category_is_activation(c))
         R->add_act += bytes; /* bounded by add_total */
     return REMAT_OK;
@@ -173,12 +167,12 @@ static uint64_t step_hw(const replay *R, int c)
  * gradients it releases right after this call). Only the categories the
  * step added to can reach a new maximum: any other holds at most what it
  * held at the end of the previous step, which that step's mark covered. */
-static remat_status step_end(replay *R, remat_instr in, uint64_t live_after)
+remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_after)
 {
     remat_replay_result *r = R->r;
     uint64_t total;
     if (!remat_u64_add(R->base_total, R->add_total, &total) || total < R->base_total)
-        return overflow(R);
+        return remat__replay_overflow(R);
     uint64_t act = R->base_act + R->add_act; /* bounded by total */
     for (uint32_t m = R->mask; m; m &= m - 1) {
         int c = __builtin_ctz(m);
@@ -216,20 +210,22 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
     const remat_graph *g = R->g;
     uint32_t k = in.arg;
     if (k >= g->n_ops)
-        return invalid(R, in, "op index %u out of range", k);
+        return remat__replay_invalid(R, in, "op index %u out of range", k);
     const remat_op *op = &g->ops[k];
     if (!recompute && R->fwd_done[k])
-        return invalid(R, in, "op '%s' already ran forward; a second execution is a RECOMPUTE", op->id);
+        return remat__replay_invalid(R, in, "op '%s' already ran forward; a second execution is a RECOMPUTE", op->id);
     if (recompute && !R->fwd_done[k])
-        return invalid(R, in, "RECOMPUTE of op '%s' before its FWD", op->id);
+        return remat__replay_invalid(R, in, "RECOMPUTE of op '%s' before its FWD", op->id);
     if (recompute && !op->recomputable)
-        return invalid(R, in, "op '%s' is not recomputable", op->id);
+        return remat__replay_invalid(R, in, "op '%s' is not recomputable", op->id);
     const uint32_t *inp = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
     for (uint32_t i = 0; i < op->n_in; i++)
         if (!R->res[inp[i]])
-            return invalid(R, in, "input '%s' is not resident%s", g->tensors[inp[i]].id,
+            return remat__replay_invalid(R, in, "input '%s' is not resident%s", g->tensors[inp[i]].id,
                            R->ever[inp[i]] ? " (it was freed)" : " (it was never produced)");
-    step_begin(R);
+    if (remat__replay_check_gathered(R, in, inp, op->n_in) != REMAT_OK)
+        return R->err->code;
+    remat__replay_step_begin(R);
     remat_category c = recompute ? REMAT_CAT_RECOMPUTED : REMAT_CAT_ACTIVATIONS;
     uint32_t fresh = 0;
     for (uint32_t i = 0; i < op->n_out; i++) {
@@ -239,12 +235,12 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
         fresh++;
         /* A base rebuilt while one of its views still holds its storage
          * allocates nothing: the bytes never left. */
-        if (g->tensors[t].storage == t && R->cnt[t] == 0 && step_add(R, c, g->tensors[t].bytes) != REMAT_OK)
+        if (g->tensors[t].storage == t && R->cnt[t] == 0 && remat__replay_step_add(R, c, g->tensors[t].bytes) != REMAT_OK)
             return R->err->code;
     }
     if (recompute && fresh == 0)
-        return invalid(R, in, "every output of op '%s' is already resident", op->id);
-    if (step_add(R, REMAT_CAT_WORKSPACE, op->workspace) != REMAT_OK)
+        return remat__replay_invalid(R, in, "every output of op '%s' is already resident", op->id);
+    if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, op->workspace) != REMAT_OK)
         return R->err->code;
     for (uint32_t i = 0; i < op->n_out; i++) {
         uint32_t t = out[i], s = g->tensors[t].storage;
@@ -254,8 +250,8 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
         R->ever[t] = 1;
         if (R->cnt[s]++ == 0) {
             R->cat[s] = (uint8_t)c;
-            if (alloc_bytes(R, c, g->tensors[s].bytes) != REMAT_OK ||
-                notify_alloc(R, s, 0, c, g->tensors[s].bytes) != REMAT_OK)
+            if (remat__replay_alloc_bytes(R, c, g->tensors[s].bytes) != REMAT_OK ||
+                remat__replay_notify_alloc(R, s, 0, c, g->tensors[s].bytes) != REMAT_OK)
                 return R->err->code;
         }
     }
@@ -265,7 +261,7 @@ static remat_status do_forward(replay *R, remat_instr in, int recompute)
         return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: FLOP total exceeds 2^64-1", R->index);
     if (recompute)
         R->r->recompute_counts[k]++;
-    return step_end(R, in, R->total);
+    return remat__replay_step_end(R, in, R->total);
 }
 
 static remat_status release(replay *R, uint32_t t)
@@ -275,11 +271,11 @@ static remat_status release(replay *R, uint32_t t)
     R->res[t] = 0;
     if (--R->cnt[s] == 0) {
         remat_category c = (remat_category)R->cat[s];
-        free_bytes(R, c, g->tensors[s].bytes);
+        remat__replay_free_bytes(R, c, g->tensors[s].bytes);
         /* A FREE's mark is the live bytes before it. */
         R->undo_c = (int)c;
         R->undo_b = g->tensors[s].bytes;
-        return notify_free(R, s, 0, c, g->tensors[s].bytes);
+        return remat__replay_notify_free(R, s, 0, c, g->tensors[s].bytes);
     }
     return REMAT_OK;
 }
@@ -289,27 +285,27 @@ static remat_status do_free(replay *R, remat_instr in)
     const remat_graph *g = R->g;
     uint32_t t = in.arg;
     if (t >= g->n_tensors)
-        return invalid(R, in, "tensor index %u out of range", t);
+        return remat__replay_invalid(R, in, "tensor index %u out of range", t);
     if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
-        return invalid(R, in, "'%s' is %s %s, resident for the whole step; only activations are freed",
+        return remat__replay_invalid(R, in, "'%s' is %s %s, resident for the whole step; only activations are freed",
                        g->tensors[t].id, g->tensors[t].kind == REMAT_TENSOR_INPUT ? "an" : "a",
                        remat_tensor_kind_str(g->tensors[t].kind));
     if (!R->res[t])
-        return invalid(R, in, "'%s' is not resident (%s)", g->tensors[t].id,
+        return remat__replay_invalid(R, in, "'%s' is not resident (%s)", g->tensors[t].id,
                        R->ever[t] ? "double free" : "never produced");
-    step_begin(R);
+    remat__replay_step_begin(R);
     if (release(R, t) != REMAT_OK)
         return R->err->code;
-    return step_end(R, in, R->total);
+    return remat__replay_step_end(R, in, R->total);
 }
 
 static remat_status alloc_grad(replay *R, uint32_t t)
 {
     const remat_tensor *T = &R->g->tensors[t];
     R->grad[t] = 1;
-    if (alloc_bytes(R, grad_category(T), T->logical_bytes) != REMAT_OK)
+    if (remat__replay_alloc_bytes(R, grad_category(T), T->logical_bytes) != REMAT_OK)
         return R->err->code;
-    return notify_alloc(R, t, 1, grad_category(T), T->logical_bytes);
+    return remat__replay_notify_alloc(R, t, 1, grad_category(T), T->logical_bytes);
 }
 
 static remat_status do_backward(replay *R, remat_instr in)
@@ -318,14 +314,14 @@ static remat_status do_backward(replay *R, remat_instr in)
     const remat_graph *g = R->g;
     uint32_t k = in.arg;
     if (k >= g->n_ops)
-        return invalid(R, in, "op index %u out of range", k);
+        return remat__replay_invalid(R, in, "op index %u out of range", k);
     const remat_op *op = &g->ops[k];
     if (a->bwd_step[k] == REMAT_NONE)
-        return invalid(R, in, "op '%s' has no backward step (no gradient flows through it)", op->id);
+        return remat__replay_invalid(R, in, "op '%s' has no backward step (no gradient flows through it)", op->id);
     if (R->bwd_done[k])
-        return invalid(R, in, "backward step of '%s' repeated", op->id);
+        return remat__replay_invalid(R, in, "backward step of '%s' repeated", op->id);
     if (!R->fwd_done[k])
-        return invalid(R, in, "backward step of '%s' before its forward step", op->id);
+        return remat__replay_invalid(R, in, "backward step of '%s' before its forward step", op->id);
     const uint32_t *inp = remat_op_inputs(g, op), *out = remat_op_outputs(g, op), *sv = remat_op_saves(g, op);
     for (uint32_t i = 0; i < op->n_out; i++) {
         uint32_t t = out[i];
@@ -335,21 +331,23 @@ static remat_status do_backward(replay *R, remat_instr in)
         for (uint32_t j = a->cons_off[t]; j < a->cons_off[t + 1]; j++) {
             uint32_t c = a->cons[j];
             if (a->bwd_step[c] != REMAT_NONE && !R->bwd_done[c])
-                return invalid(R, in, "gradient of '%s' is incomplete: backward step of '%s' has not run",
+                return remat__replay_invalid(R, in, "gradient of '%s' is incomplete: backward step of '%s' has not run",
                                g->tensors[t].id, g->ops[c].id);
         }
     }
     for (uint32_t i = 0; i < op->n_save; i++)
         if (!R->res[sv[i]])
-            return invalid(R, in, "saved tensor '%s' is not resident%s", g->tensors[sv[i]].id,
+            return remat__replay_invalid(R, in, "saved tensor '%s' is not resident%s", g->tensors[sv[i]].id,
                            R->ever[sv[i]] ? " (it was freed; recompute it first)" : " (it was never produced)");
-    step_begin(R);
+    if (remat__replay_check_gathered(R, in, inp, op->n_in) != REMAT_OK || remat__replay_check_gathered(R, in, sv, op->n_save) != REMAT_OK)
+        return R->err->code;
+    remat__replay_step_begin(R);
     /* The loss's gradient seed appears with the first backward step. */
     int seed_now = !R->seeded;
     if (seed_now)
         for (uint32_t i = 0; i < g->n_outputs; i++) {
             uint32_t t = g->outputs[i];
-            if (a->grad_flows[t] && step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes))
+            if (a->grad_flows[t] && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes))
                 return R->err->code;
         }
     /* Stamp each differentiable input once (mul(x, x) reads x twice). */
@@ -363,10 +361,10 @@ static remat_status do_backward(replay *R, remat_instr in)
          * second allocation. */
         if (seed_now && a->is_output[t])
             continue;
-        if (!R->grad[t] && step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
+        if (!R->grad[t] && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
             return R->err->code;
     }
-    if (step_add(R, REMAT_CAT_WORKSPACE, op->bwd_workspace) != REMAT_OK)
+    if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, op->bwd_workspace) != REMAT_OK)
         return R->err->code;
     if (seed_now) {
         R->seeded = 1;
@@ -394,7 +392,7 @@ static remat_status do_backward(replay *R, remat_instr in)
     for (uint32_t i = 0; i < op->n_out; i++)
         if (R->grad[out[i]])
             out_grads += g->tensors[out[i]].logical_bytes; /* each counted in R->total */
-    remat_status st = step_end(R, in, R->total - out_grads);
+    remat_status st = remat__replay_step_end(R, in, R->total - out_grads);
     if (st != REMAT_OK)
         return st;
     /* The output gradients have been read: free those of activations. */
@@ -403,8 +401,8 @@ static remat_status do_backward(replay *R, remat_instr in)
         if (!R->grad[t])
             continue;
         R->grad[t] = 0;
-        free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes);
-        if (notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
+        remat__replay_free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes);
+        if (remat__replay_notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
             return R->err->code;
     }
     return REMAT_OK;
@@ -417,7 +415,7 @@ static remat_status check_complete(replay *R, remat_instr in)
     for (uint32_t i = 0; i < g->n_ops; i++) {
         uint32_t k = a->order[i];
         if (!R->fwd_done[k])
-            return invalid(R, in, "forward step of '%s' never ran", g->ops[k].id);
+            return remat__replay_invalid(R, in, "forward step of '%s' never ran", g->ops[k].id);
     }
     for (uint32_t i = 0; i < a->n_bwd; i++) {
         uint32_t k = a->bwd_order[i];
@@ -427,9 +425,9 @@ static remat_status check_complete(replay *R, remat_instr in)
         const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
         for (uint32_t j = 0; j < g->ops[k].n_in; j++)
             if (g->tensors[inp[j]].kind == REMAT_TENSOR_PARAM && a->grad_flows[inp[j]])
-                return invalid(R, in, "backward step of '%s' never ran: gradient of param '%s' is incomplete",
+                return remat__replay_invalid(R, in, "backward step of '%s' never ran: gradient of param '%s' is incomplete",
                                g->ops[k].id, g->tensors[inp[j]].id);
-        return invalid(R, in, "backward step of '%s' never ran", g->ops[k].id);
+        return remat__replay_invalid(R, in, "backward step of '%s' never ran", g->ops[k].id);
     }
     return REMAT_OK;
 }
@@ -439,11 +437,20 @@ static remat_status do_opt(replay *R, remat_instr in, uint64_t workspace)
     remat_status st = check_complete(R, in);
     if (st != REMAT_OK)
         return st;
-    step_begin(R);
-    if (step_add(R, REMAT_CAT_WORKSPACE, workspace) != REMAT_OK)
+    const remat_sharding *sh = R->extras.sharding;
+    if (sh)
+        for (uint32_t b = 0; b < sh->n_buckets; b++)
+            if (!R->reduced[b])
+                return remat__replay_invalid(R, in, "gradient bucket %u (%llu elements) was never %s: every rank's optimizer "
+                                      "step needs the reduced gradients",
+                               b, (unsigned long long)sh->bucket_elements[b],
+                               sh->cfg.stage == 0 ? "all-reduced" : "reduce-scattered");
+    memcpy(R->r->at_opt_by_category, R->live, sizeof R->live);
+    remat__replay_step_begin(R);
+    if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, workspace) != REMAT_OK)
         return R->err->code;
     R->opt_seen = 1;
-    return step_end(R, in, R->total);
+    return remat__replay_step_end(R, in, R->total);
 }
 
 static remat_status setup(replay *R)
@@ -460,6 +467,13 @@ static remat_status setup(replay *R)
     R->pending = remat__array(nt, sizeof *R->pending);
     R->stamp = remat__array(nt, sizeof *R->stamp);
     R->r->recompute_counts = remat__array(no, sizeof *R->r->recompute_counts);
+    const remat_sharding *sh = R->extras.sharding;
+    if (sh) {
+        R->gathered = remat__calloc(no, 1);
+        R->reduced = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, 1);
+        if (!R->gathered || !R->reduced)
+            return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
+    }
     if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
         !R->stamp || !R->r->recompute_counts)
         return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
@@ -477,6 +491,9 @@ static void teardown(replay *R)
     remat__free(R->cnt);
     remat__free(R->pending);
     remat__free(R->stamp);
+    remat__free(R->gathered);
+    remat__free(R->reduced);
+    R->gathered = R->reduced = NULL;
     R->res = R->ever = R->grad = R->cat = R->fwd_done = R->bwd_done = NULL;
     R->cnt = R->pending = NULL;
     R->stamp = NULL;
@@ -502,7 +519,14 @@ static remat_status place_leaves(replay *R)
                            : T->frozen                    ? REMAT_CAT_FROZEN
                                                           : REMAT_CAT_PARAMS;
         R->cat[t] = (uint8_t)c;
-        if (alloc_bytes(R, c, T->bytes) != REMAT_OK || notify_alloc(R, t, 0, c, T->bytes) != REMAT_OK)
+        uint64_t bytes = T->bytes;
+        const remat_sharding *sh = x->sharding;
+        if (sh && sh->cfg.stage == 3 && T->kind == REMAT_TENSOR_PARAM && sh->unit_of[t] != REMAT_NONE) {
+            /* This rank's partition of the param, padded to dp (bounded by T->bytes + dp x elem). */
+            uint64_t e = T->bytes / sh->cfg.elem_bytes;
+            bytes = (e / sh->cfg.dp + (e % sh->cfg.dp != 0)) * sh->cfg.elem_bytes;
+        }
+        if (remat__replay_alloc_bytes(R, c, bytes) != REMAT_OK || remat__replay_notify_alloc(R, t, 0, c, bytes) != REMAT_OK)
             return R->err->code;
     }
     /* Views of leaves are produced by ops; their storage is the leaf's. */
@@ -511,8 +535,8 @@ static remat_status place_leaves(replay *R)
     const uint64_t bytes[5] = {x->optimizer_state, x->master_weights, x->frozen_copies, x->comm_buffers,
                                x->workspace};
     for (int i = 0; i < 5; i++)
-        if (bytes[i] && (alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
-                         notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
+        if (bytes[i] && (remat__replay_alloc_bytes(R, cats[i], bytes[i]) != REMAT_OK ||
+                         remat__replay_notify_alloc(R, REMAT_NONE, 0, cats[i], bytes[i]) != REMAT_OK))
             return R->err->code;
     /* Resident state counts in its categories' maxima from the start. */
     for (int c = 0; c < REMAT_CAT_COUNT; c++)
@@ -534,6 +558,7 @@ static void clear_state(replay *R)
     R->undo_c = 0;
     R->undo_b = 0;
     R->seeded = R->opt_seen = 0;
+    R->partition = 0;
     R->index = 0;
     R->failed = REMAT_OK;
     R->ended = 0;
@@ -561,8 +586,9 @@ static void init_cursor(replay *R, const remat_analysis *a, const remat_exec_ext
 static remat_status apply(replay *R, remat_instr in)
 {
     remat_status st;
-    if (R->opt_seen)
-        st = invalid(R, in, "instruction after OPT (the optimizer step ends the schedule)");
+    if (R->opt_seen && !(in.kind == REMAT_I_ALLGATHER && R->extras.sharding && R->extras.sharding->cfg.stage >= 1 &&
+                         R->extras.sharding->cfg.stage <= 2))
+        st = remat__replay_invalid(R, in, "instruction after OPT (the optimizer step ends the schedule)");
     else
         switch ((remat_instr_kind)in.kind) {
         case REMAT_I_FWD: st = do_forward(R, in, 0); break;
@@ -570,7 +596,11 @@ static remat_status apply(replay *R, remat_instr in)
         case REMAT_I_BWD: st = do_backward(R, in); break;
         case REMAT_I_FREE: st = do_free(R, in); break;
         case REMAT_I_OPT: st = do_opt(R, in, R->extras.optimizer_workspace); break;
-        default: st = invalid(R, in, "unknown instruction kind %u", in.kind); break;
+        case REMAT_I_ALLGATHER:
+        case REMAT_I_RELEASE:
+        case REMAT_I_REDUCE_SCATTER:
+        case REMAT_I_ALLREDUCE: st = remat__replay_collective(R, in); break;
+        default: st = remat__replay_invalid(R, in, "unknown instruction kind %u", in.kind); break;
         }
     if (st != REMAT_OK)
         R->failed = st;
@@ -615,6 +645,15 @@ static remat_status finish(replay *R, size_t n)
 remat_status remat_replay(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                           const remat_replay_observer *obs, remat_replay_result *r, remat_err *err)
 {
+    if (extras && extras->sharding && !remat_schedule_has_collectives(s)) {
+        if (obs) {
+            memset(r, 0, sizeof *r);
+            return remat_err_set(err, REMAT_EINVAL,
+                                 "a sharded replay with an observer needs its collectives in the schedule "
+                                 "(remat_schedule_shard)");
+        }
+        return remat__replay_sharded(a, s, extras, r, err);
+    }
     replay R;
     init_cursor(&R, a, extras, obs, r, err);
     r->n_instructions = s->n; /* messages at the end of the schedule name it */
@@ -658,6 +697,10 @@ remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err)
     memset(c->cnt, 0, nt * sizeof *c->cnt);
     memset(c->pending, 0, nt * sizeof *c->pending);
     memset(c->stamp, 0, nt * sizeof *c->stamp);
+    if (c->extras.sharding) {
+        memset(c->gathered, 0, no);
+        memset(c->reduced, 0, c->extras.sharding->n_buckets ? c->extras.sharding->n_buckets : 1);
+    }
     /* remat_replay_end gave the last run's counts away. */
     if (!c->r->recompute_counts && !(c->r->recompute_counts = remat__array(no, sizeof *c->r->recompute_counts)))
         return c->failed = remat_err_set(c->err, REMAT_ENOMEM, "out of memory setting up the replay");
@@ -716,6 +759,17 @@ uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask
         return 0;
     if (in.kind == REMAT_I_OPT)
         return (mask >> REMAT_CAT_WORKSPACE & 1u) ? c->extras.optimizer_workspace : 0;
+    const remat_sharding *sh = c->extras.sharding;
+    if (in.kind == REMAT_I_ALLGATHER)
+        return sh && sh->cfg.stage == 3 && in.arg < g->n_ops && (mask >> REMAT_CAT_GATHERED_PARAMS & 1u)
+                   ? sh->unit_elements[in.arg] * sh->cfg.elem_bytes
+                   : 0;
+    if (in.kind == REMAT_I_REDUCE_SCATTER)
+        return sh && sh->cfg.stage >= 2 && !c->partition && (mask >> REMAT_CAT_PARAM_GRADS & 1u)
+                   ? sh->grad_partition_bytes
+                   : 0;
+    if (in.kind > REMAT_I_OPT)
+        return 0;
     if (in.arg >= g->n_ops)
         return 0;
     const remat_op *op = &g->ops[in.arg];

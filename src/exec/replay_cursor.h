@@ -32,6 +32,10 @@ struct remat_replay_cursor {
     uint8_t *cat;       /* storage -> category of its live allocation */
     uint8_t *fwd_done, *bwd_done;
     uint32_t *cnt;      /* storage -> resident members */
+    /* Sharded replays (extras.sharding): per op, its unit is gathered; per
+     * bucket, it was reduced; the rank's gradient partition exists. */
+    uint8_t *gathered, *reduced;
+    int partition;
     uint32_t *pending;  /* tensor -> backward steps still to add to its gradient */
     size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
     uint64_t live[REMAT_CAT_COUNT];
@@ -57,5 +61,32 @@ struct remat_replay_cursor {
  * its arrays: a driver that replays many candidate schedules of one graph
  * (DTR) pays for the allocation once. O(tensors). */
 remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err);
+
+/* The step primitives of replay.c, for replay_shard.c: a failure naming
+ * the instruction (REMAT_ESCHEDULE), live bytes in and out of a category,
+ * the observer's events, and a step's open/add/close. */
+remat_status remat__replay_invalid(remat_replay_cursor *R, remat_instr in, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+remat_status remat__replay_overflow(remat_replay_cursor *R);
+remat_status remat__replay_alloc_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes);
+void remat__replay_free_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes);
+remat_status remat__replay_notify_alloc(remat_replay_cursor *R, uint32_t storage, int grad, remat_category c,
+                                        uint64_t bytes);
+remat_status remat__replay_notify_free(remat_replay_cursor *R, uint32_t storage, int grad, remat_category c,
+                                       uint64_t bytes);
+void remat__replay_step_begin(remat_replay_cursor *R);
+remat_status remat__replay_step_add(remat_replay_cursor *R, remat_category c, uint64_t bytes);
+remat_status remat__replay_step_end(remat_replay_cursor *R, remat_instr in, uint64_t live_after);
+
+/* replay_shard.c: stage 3's gathered-param check for the params among ts,
+ * one collective instruction, and remat_replay of a compute schedule with
+ * its collectives inserted. */
+remat_status remat__replay_check_gathered(remat_replay_cursor *R, remat_instr in, const uint32_t *ts, uint32_t n);
+remat_status remat__replay_collective(remat_replay_cursor *R, remat_instr in);
+remat_status remat__replay_sharded(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
+                                   remat_replay_result *r, remat_err *err);
 
 #endif

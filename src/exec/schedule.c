@@ -55,6 +55,10 @@ const char *remat_instr_name(remat_instr_kind k)
     case REMAT_I_BWD: return "BWD";
     case REMAT_I_FREE: return "FREE";
     case REMAT_I_OPT: return "OPT";
+    case REMAT_I_ALLGATHER: return "ALLGATHER";
+    case REMAT_I_RELEASE: return "RELEASE";
+    case REMAT_I_REDUCE_SCATTER: return "REDUCE_SCATTER";
+    case REMAT_I_ALLREDUCE: return "ALLREDUCE";
     }
     return "?";
 }
@@ -66,6 +70,8 @@ const char *remat_instr_text(const remat_graph *g, remat_instr in, char *buf, si
     case REMAT_I_FWD:
     case REMAT_I_RECOMPUTE:
     case REMAT_I_BWD:
+    case REMAT_I_ALLGATHER:
+    case REMAT_I_RELEASE:
         if (in.arg < g->n_ops)
             name = g->ops[in.arg].id;
         break;
@@ -75,6 +81,10 @@ const char *remat_instr_text(const remat_graph *g, remat_instr in, char *buf, si
         break;
     case REMAT_I_OPT:
         snprintf(buf, cap, "OPT");
+        return buf;
+    case REMAT_I_REDUCE_SCATTER:
+    case REMAT_I_ALLREDUCE:
+        snprintf(buf, cap, "%s bucket%u", remat_instr_name((remat_instr_kind)in.kind), in.arg);
         return buf;
     }
     snprintf(buf, cap, "%s %s", remat_instr_name((remat_instr_kind)in.kind), name);

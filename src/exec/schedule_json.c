@@ -23,6 +23,10 @@ const char *remat_report_step_name(const remat_graph *g, const remat_schedule *s
     case REMAT_I_BWD: snprintf(buf, cap, "bwd:%s", g->ops[in.arg].id); break;
     case REMAT_I_FREE: snprintf(buf, cap, "free:%s", g->tensors[in.arg].id); break;
     case REMAT_I_OPT: snprintf(buf, cap, "optimizer"); break;
+    case REMAT_I_ALLGATHER: snprintf(buf, cap, "allgather:%s", g->ops[in.arg].id); break;
+    case REMAT_I_RELEASE: snprintf(buf, cap, "release:%s", g->ops[in.arg].id); break;
+    case REMAT_I_REDUCE_SCATTER: snprintf(buf, cap, "reduce_scatter:bucket%u", in.arg); break;
+    case REMAT_I_ALLREDUCE: snprintf(buf, cap, "allreduce:bucket%u", in.arg); break;
     default: snprintf(buf, cap, "?"); break;
     }
     return buf;
@@ -36,7 +40,11 @@ static const char *instr_id(const remat_graph *g, remat_instr in)
     switch ((remat_instr_kind)in.kind) {
     case REMAT_I_FWD:
     case REMAT_I_RECOMPUTE:
-    case REMAT_I_BWD: return in.arg < g->n_ops ? g->ops[in.arg].id : "?";
+    case REMAT_I_BWD:
+    case REMAT_I_ALLGATHER:
+    case REMAT_I_RELEASE: return in.arg < g->n_ops ? g->ops[in.arg].id : "?";
+    case REMAT_I_REDUCE_SCATTER:
+    case REMAT_I_ALLREDUCE: return "bucket";
     case REMAT_I_FREE: return in.arg < g->n_tensors ? g->tensors[in.arg].id : "?";
     case REMAT_I_OPT: return NULL;
     }

@@ -316,7 +316,11 @@ static remat_status run_probe(remat_planner *P, const remat_blocks *st, const ui
     remat_err local;
     remat_err_init(&local);
     P->evaluations++;
-    s = remat_replay(a, &p->s, &P->o->extras, &obs, &r, &local);
+    /* The probe's observer indexes the compute schedule: it measures
+     * without the sharding (plan.c's final replay judges each rank). */
+    remat_exec_extras xu = P->o->extras;
+    xu.sharding = NULL;
+    s = remat_replay(a, &p->s, &xu, &obs, &r, &local);
     if (s != REMAT_OK)
         return remat_err_set(P->err, s, "%s", local.msg);
     if (!r.valid) {

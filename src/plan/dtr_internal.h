@@ -47,6 +47,7 @@ typedef struct remat_dtr_static {
     const remat_graph *g;
     remat_budget_kind kind;
     const remat_exec_extras *x;
+    remat_exec_extras x_unsharded; /* o->extras without its sharding (see dtr_run.c) */
     uint32_t *need_end;           /* activation -> last step that may read it */
     uint32_t *end_off, *end_list; /* activations bucketed by need_end */
     uint32_t *view_off, *views;   /* storage -> the views stored in it */

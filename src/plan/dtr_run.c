@@ -125,7 +125,13 @@ remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_o
     S->a = a;
     S->g = g;
     S->kind = o->budget_kind;
-    S->x = &o->extras;
+    /* DTR's eviction drives the cursor with compute instructions only: it
+     * plans one rank's budget with the state unsharded (never less than the
+     * rank holds), and plan.c's final replay inserts the collectives and
+     * judges the plan per rank. */
+    S->x_unsharded = o->extras;
+    S->x_unsharded.sharding = NULL;
+    S->x = &S->x_unsharded;
     S->need_end = remat__array(nt, sizeof *S->need_end);
     S->end_off = remat__array((size_t)a->n_steps + 1, sizeof *S->end_off);
     S->end_list = remat__array(nt, sizeof *S->end_list);

@@ -213,7 +213,11 @@ static remat_status compute_constants(remat_planner *P, exact_model *M)
     memset(&r, 0, sizeof r);
     if (st == REMAT_OK) {
         remat_replay_observer obs = {&o, cobs_alloc, cobs_free, cobs_step};
-        st = remat_replay(a, &s, &P->o->extras, &obs, &r, &local);
+        /* The probe's observer indexes the compute schedule: it measures
+         * without the sharding (plan.c's final replay judges each rank). */
+        remat_exec_extras xu = P->o->extras;
+        xu.sharding = NULL;
+        st = remat_replay(a, &s, &xu, &obs, &r, &local);
         if (st == REMAT_OK && !r.valid)
             st = REMAT_EINTERNAL;
     }

@@ -69,8 +69,18 @@ static remat_status alloc_figures(const remat_analysis *a, const remat_plan_opti
     remat_static_result sp;
     memset(&bf, 0, sizeof bf);
     memset(&sp, 0, sizeof sp);
-    remat_status st =
-        remat_alloc_trace_build(a, &plan->schedule, &o->extras, remat_alloc_mask_for(o->budget_kind), &t, NULL, err);
+    memset(&t, 0, sizeof t);
+    /* A sharded rank's allocations include its collectives' buffers. */
+    remat_schedule full;
+    remat_schedule_init(&full);
+    const remat_schedule *s = &plan->schedule;
+    remat_status st = REMAT_OK;
+    if (o->extras.sharding && !remat_schedule_has_collectives(s) &&
+        (st = remat_schedule_shard(o->extras.sharding, s, &full, err)) == REMAT_OK)
+        s = &full;
+    if (st == REMAT_OK)
+        st = remat_alloc_trace_build(a, s, &o->extras, remat_alloc_mask_for(o->budget_kind), &t, NULL, err);
+    remat_schedule_destroy(&full);
     if (st == REMAT_OK)
         st = remat_alloc_simulate(&t, REMAT_ALLOC_BEST_FIT, 0, &bf, err);
     if (st == REMAT_OK) {

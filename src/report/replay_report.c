@@ -70,7 +70,17 @@ char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, cons
             remat_buf_printf(&b, ": %u", r->recompute_counts[k]);
             first = 0;
         }
-        remat_buf_puts(&b, "}}\n");
+        remat_buf_puts(&b, "}");
+        if (r->n_collectives) {
+            /* A sharded rank: its state at the optimizer step (the ledger's
+             * lines) and its communication volume (Rajbhandari et al. 7). */
+            remat_buf_puts(&b, ",\n \"at_optimizer\": ");
+            json_categories(&b, r->at_opt_by_category);
+            remat_buf_printf(&b, ",\n \"communication\": {\"collectives\": %u, \"elements\": %llu, \"bytes\": %llu}",
+                             r->n_collectives, (unsigned long long)r->comm_elements,
+                             (unsigned long long)r->comm_bytes);
+        }
+        remat_buf_puts(&b, "}\n");
     } else {
         char x[64], y[64];
         remat_buf_printf(&b, "graph %s: schedule of %llu instructions is valid\n", g->name,

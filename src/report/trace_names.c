@@ -51,6 +51,10 @@ const char *remat__trace_kind(remat_instr in)
     case REMAT_I_BWD: return "bwd";
     case REMAT_I_FREE: return "free";
     case REMAT_I_OPT: return "opt";
+    case REMAT_I_ALLGATHER: return "allgather";
+    case REMAT_I_RELEASE: return "release";
+    case REMAT_I_REDUCE_SCATTER: return "reduce_scatter";
+    case REMAT_I_ALLREDUCE: return "allreduce";
     }
     return "?";
 }
@@ -111,6 +115,10 @@ void remat__trace_step_name(remat_buf *b, const remat_trace *t, size_t s, int js
     case REMAT_I_RECOMPUTE: put_name(b, "recompute:", g->ops[in.arg].id, json); return;
     case REMAT_I_BWD: put_name(b, "bwd:", g->ops[in.arg].id, json); return;
     case REMAT_I_FREE: put_name(b, "free:", g->tensors[in.arg].id, json); return;
+    case REMAT_I_ALLGATHER: put_name(b, "allgather:", g->ops[in.arg].id, json); return;
+    case REMAT_I_RELEASE: put_name(b, "release:", g->ops[in.arg].id, json); return;
+    case REMAT_I_REDUCE_SCATTER: put_name(b, "reduce_scatter:", "bucket", json); return;
+    case REMAT_I_ALLREDUCE: put_name(b, "allreduce:", "bucket", json); return;
     case REMAT_I_OPT: break;
     }
     put_name(b, "optimizer", "", json);
@@ -125,6 +133,10 @@ void remat__trace_instr_text(remat_buf *b, const remat_trace *t, size_t s, int j
     case REMAT_I_RECOMPUTE: put_name(b, "RECOMPUTE ", g->ops[in.arg].id, json); return;
     case REMAT_I_BWD: put_name(b, "BWD ", g->ops[in.arg].id, json); return;
     case REMAT_I_FREE: put_name(b, "FREE ", g->tensors[in.arg].id, json); return;
+    case REMAT_I_ALLGATHER: put_name(b, "ALLGATHER ", g->ops[in.arg].id, json); return;
+    case REMAT_I_RELEASE: put_name(b, "RELEASE ", g->ops[in.arg].id, json); return;
+    case REMAT_I_REDUCE_SCATTER: put_name(b, "REDUCE_SCATTER ", "bucket", json); return;
+    case REMAT_I_ALLREDUCE: put_name(b, "ALLREDUCE ", "bucket", json); return;
     case REMAT_I_OPT: break;
     }
     put_name(b, "OPT", "", json);

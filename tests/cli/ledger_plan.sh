@@ -19,7 +19,12 @@ expect lp_plan_over 4 'smallest peak it reaches on this graph is 20.88 KiB (2137
 expect lp_reserve_fits 0 'met' -- "$REMAT" plan graphs/mlp423.json --strategy store-all --budget 22KiB --reserve 1KiB --optimizer adam
 expect lp_reserve_over 4 'cannot meet' -- "$REMAT" plan graphs/mlp423.json --strategy store-all --budget 22KiB --reserve 2KiB --optimizer adam
 expect lp_reserve_huge 2 'exceeds the budget' -- "$REMAT" plan graphs/mlp423.json --budget 1KiB --reserve 2KiB
-expect lp_zero2 2 'budget ZeRO stages 2 and 3 with' -- "$REMAT" plan graphs/mlp423.json --zero 2 --dp 2
+# ZeRO 2 over 2 ranks is planned now, not refused: the communication is a
+# reduce-scatter of the 423 gradient elements and an all-gather of the 423
+# updated weights, 2 x 423 = 846 elements x 8 B (f64) = 6768 B per rank;
+# a ring sends (2-1)/2 of it, 3384 B.
+expect lp_zero2 0 'comm        846 elements = 6768 B per rank per step' -- "$REMAT" plan graphs/mlp423.json --zero 2 --dp 2
+expect lp_zero2_ring 0 '(N-1)/N = 1/2 of it: 3384 B' -- "$REMAT" plan graphs/mlp423.json --zero 2 --dp 2
 # ZeRO-1 over 2 devices: the 423-element flat partition is ceil(423/2) =
 # 212 elements per device, x 2 moments x 8 B = 3392 B.
 expect lp_zero1 0 '"optimizer_state": 3392' -- "$REMAT" replay graphs/mlp423.json --json --optimizer adam --zero 1 --dp 2

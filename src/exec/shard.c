@@ -1,0 +1,379 @@
+/*
+ * shard.c - sharded data parallel: the units and buckets of a graph, and
+ * the schedule builder that inserts the collectives.
+ *
+ * Design: the replay (replay.c) owns every rule about collectives; this file
+ * only decides where they go. A unit is the set of params an op is the
+ * first to read (one unit per op with params, the finest grouping an
+ * exported graph always has; module prefixes would group coarser), named by
+ * that op, so a collective's argument is an op index like FWD's. Buckets
+ * fill in reverse forward order of their params' first reader, the order in
+ * which a store-all backward completes gradients, as DDP's reducer and
+ * DeepSpeed's ipg buckets fill in backward (graphs/README.md, "Sharded data
+ * parallel", cites the source of each rule).
+ */
+#include "remat/exec.h"
+#include "../util/util_internal.h"
+
+#include <string.h>
+
+void remat_shard_config_init(remat_shard_config *cfg, uint32_t stage, uint64_t dp)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->stage = stage;
+    cfg->dp = dp;
+    cfg->elem_bytes = 2;
+    cfg->prefetch_elements = 50000000;   /* DeepSpeed stage3_prefetch_bucket_size */
+    cfg->max_live_elements = 1000000000; /* DeepSpeed stage3_max_live_parameters */
+}
+
+static uint64_t ceil_div(uint64_t x, uint64_t d)
+{
+    return x / d + (x % d != 0);
+}
+
+void remat_sharding_destroy(remat_sharding *sh)
+{
+    if (!sh)
+        return;
+    remat__free(sh->unit_of);
+    remat__free(sh->unit_elements);
+    remat__free(sh->unit_grad_elements);
+    remat__free(sh->bucket_of);
+    remat__free(sh->bucket_elements);
+    remat__free(sh->rank_elements);
+    memset(sh, 0, sizeof *sh);
+}
+
+remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_config *cfg, remat_sharding *out,
+                                 remat_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const remat_graph *g = a->g;
+    if (cfg->stage > 3)
+        return remat_err_set(err, REMAT_EINVAL, "--zero: stage %u does not exist (use 0, 1, 2 or 3)", cfg->stage);
+    if (cfg->dp < 2)
+        return remat_err_set(err, REMAT_EINVAL, "--dp: a sharded replay needs at least 2 ranks (got %llu)",
+                             (unsigned long long)cfg->dp);
+    if (cfg->elem_bytes == 0)
+        return remat_err_set(err, REMAT_EINVAL, "sharding: element size must be at least 1 byte");
+    out->cfg = *cfg;
+    out->a = a;
+    uint64_t eb = cfg->elem_bytes, dp = cfg->dp;
+    if (!out->cfg.bucket_elements)
+        out->cfg.bucket_elements = cfg->stage == 0 ? (25ull << 20) / eb : 500000000ull;
+    if (!out->cfg.first_bucket_elements)
+        out->cfg.first_bucket_elements = cfg->stage == 0 ? (1ull << 20) / eb : out->cfg.bucket_elements;
+    if (!out->cfg.bucket_elements)
+        out->cfg.bucket_elements = 1;
+    if (!out->cfg.first_bucket_elements)
+        out->cfg.first_bucket_elements = 1;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, no = g->n_ops ? g->n_ops : 1;
+    out->unit_of = remat__array(nt, sizeof *out->unit_of);
+    out->bucket_of = remat__array(nt, sizeof *out->bucket_of);
+    out->unit_elements = remat__calloc(no, sizeof *out->unit_elements);
+    out->unit_grad_elements = remat__calloc(no, sizeof *out->unit_grad_elements);
+    out->bucket_elements = remat__calloc(nt, sizeof *out->bucket_elements);
+    out->rank_elements = remat__calloc(dp, sizeof *out->rank_elements);
+    if (!out->unit_of || !out->bucket_of || !out->unit_elements || !out->unit_grad_elements || !out->bucket_elements || !out->rank_elements) {
+        remat_sharding_destroy(out);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        out->unit_of[t] = out->bucket_of[t] = REMAT_NONE;
+    /* Units: each param joins the unit of the first op (forward order) that
+     * reads it. Sizes in elements: a param whose bytes are not whole
+     * elements of the sharding's precision cannot be partitioned. */
+    uint64_t weights = 0, frozen = 0, part = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        uint32_t k = a->order[i];
+        const remat_op *op = &g->ops[k];
+        const uint32_t *inp = remat_op_inputs(g, op);
+        for (uint32_t j = 0; j < op->n_in; j++) {
+            uint32_t t = inp[j];
+            const remat_tensor *T = &g->tensors[t];
+            if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+                continue;
+            if (T->bytes % eb) {
+                remat_sharding_destroy(out);
+                return remat_err_set(err, REMAT_EINVAL,
+                                     "param '%s': %llu B is not a whole number of %u-byte elements; give the "
+                                     "params' precision (--weights)",
+                                     T->id, (unsigned long long)T->bytes, cfg->elem_bytes);
+            }
+            uint64_t e = T->bytes / eb, padded = ceil_div(e, dp) * dp, shard = ceil_div(e, dp) * eb;
+            out->unit_of[t] = k;
+            if (a->grad_flows[t] && !T->frozen)
+                out->unit_grad_elements[k] += e; /* bounded by psi, checked below */
+            if (!remat_u64_add(out->unit_elements[k], padded, &out->unit_elements[k]) ||
+                !remat_u64_add(T->frozen ? frozen : weights, cfg->stage == 3 ? shard : T->bytes,
+                               T->frozen ? &frozen : &weights) ||
+                (a->grad_flows[t] && !T->frozen && !remat_u64_add(part, shard, &part)) ||
+                (a->grad_flows[t] && !T->frozen && !remat_u64_add(out->psi, e, &out->psi))) {
+                remat_sharding_destroy(out);
+                return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
+            }
+        }
+    }
+    /* Params no op reads are resident on every rank as the graph has them. */
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        if (T->kind == REMAT_TENSOR_PARAM && out->unit_of[t] == REMAT_NONE &&
+            !remat_u64_add(T->frozen ? frozen : weights, T->bytes, T->frozen ? &frozen : &weights)) {
+            remat_sharding_destroy(out);
+            return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
+        }
+    }
+    out->weight_bytes = weights;
+    out->frozen_bytes = frozen;
+    /* Stage 2 partitions one flat buffer of Psi elements (DeepSpeed
+     * stage_1_and_2.py); stage 3 partitions each param (partition_parameters.py). */
+    if (cfg->stage == 2 && !remat_u64_mul(ceil_div(out->psi, dp), eb, &part)) {
+        remat_sharding_destroy(out);
+        return remat_err_set(err, REMAT_EOVERFLOW, "sharding: gradient partition exceeds 2^64-1");
+    }
+    out->grad_partition_bytes = cfg->stage >= 2 ? part : 0;
+    uint64_t P = ceil_div(out->psi, dp);
+    for (uint64_t r = 0; r < dp; r++) {
+        uint64_t lo = r * P; /* r < dp, P * dp < psi + dp: no overflow */
+        out->rank_elements[r] = lo >= out->psi ? 0 : (out->psi - lo < P ? out->psi - lo : P);
+    }
+    /* Buckets, in reverse forward order of the params' units. */
+    uint32_t nb = 0;
+    uint64_t fill = 0;
+    for (uint32_t i = g->n_ops; i-- > 0;) {
+        uint32_t k = a->order[i];
+        const remat_op *op = &g->ops[k];
+        const uint32_t *inp = remat_op_inputs(g, op);
+        for (uint32_t j = 0; j < op->n_in; j++) {
+            uint32_t t = inp[j];
+            const remat_tensor *T = &g->tensors[t];
+            if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t] || out->unit_of[t] != k ||
+                out->bucket_of[t] != REMAT_NONE)
+                continue;
+            uint64_t e = T->bytes / eb;
+            uint64_t cap = nb <= 1 ? out->cfg.first_bucket_elements : out->cfg.bucket_elements;
+            if (nb == 0 || (fill > 0 && fill + e > cap)) {
+                nb++;
+                fill = 0;
+            }
+            out->bucket_of[t] = nb - 1;
+            out->bucket_elements[nb - 1] += e; /* bounded by psi */
+            fill += e;
+        }
+    }
+    out->n_buckets = nb;
+    return REMAT_OK;
+}
+
+int remat_schedule_has_collectives(const remat_schedule *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind >= REMAT_I_ALLGATHER)
+            return 1;
+    return 0;
+}
+
+/* ---- The builder ---------------------------------------------------------- */
+
+typedef struct {
+    const remat_sharding *sh;
+    const remat_graph *g;
+    remat_schedule *out;
+    uint8_t *gathered;  /* per op (unit) */
+    uint64_t available; /* gathered elements */
+    /* Per instruction of the input: the units it reads, as a CSR list. */
+    size_t *uoff;
+    uint32_t *units;
+} builder;
+
+static int reads_params(remat_instr in)
+{
+    return in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE || in.kind == REMAT_I_BWD;
+}
+
+static int phase(remat_instr in)
+{
+    return in.kind == REMAT_I_FWD ? 0 : 1;
+}
+
+static int unit_in(const builder *B, size_t i, uint32_t u)
+{
+    for (size_t j = B->uoff[i]; j < B->uoff[i + 1]; j++)
+        if (B->units[j] == u)
+            return 1;
+    return 0;
+}
+
+static remat_status push(builder *B, remat_instr_kind k, uint32_t arg, remat_err *err)
+{
+    if (remat_schedule_push(B->out, k, arg) != REMAT_OK)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
+    return REMAT_OK;
+}
+
+static remat_status gather(builder *B, uint32_t u, remat_err *err)
+{
+    B->gathered[u] = 1;
+    B->available += B->sh->unit_elements[u]; /* bounded by the model */
+    return push(B, REMAT_I_ALLGATHER, u, err);
+}
+
+/* The units instruction `in` reads: params among an op's inputs (FWD,
+ * RECOMPUTE) or inputs and saves (BWD). Appends to B->units. */
+static size_t collect(builder *B, remat_instr in, size_t at)
+{
+    const remat_graph *g = B->g;
+    if (!reads_params(in) || in.arg >= g->n_ops)
+        return at;
+    const remat_op *op = &g->ops[in.arg];
+    const uint32_t *lists[2] = {remat_op_inputs(g, op), remat_op_saves(g, op)};
+    uint32_t lens[2] = {op->n_in, in.kind == REMAT_I_BWD ? op->n_save : 0};
+    size_t start = at;
+    for (int l = 0; l < 2; l++)
+        for (uint32_t j = 0; j < lens[l]; j++) {
+            uint32_t u = B->sh->unit_of[lists[l][j]];
+            if (u == REMAT_NONE)
+                continue;
+            if (!B->units) { /* sizing pass: an upper bound */
+                at++;
+                continue;
+            }
+            int dup = 0;
+            for (size_t q = start; q < at && !dup; q++)
+                dup = B->units[q] == u;
+            if (!dup)
+                B->units[at++] = u;
+        }
+    return at;
+}
+
+remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
+                                  remat_err *err)
+{
+    const remat_analysis *a = sh->a;
+    const remat_graph *g = a->g;
+    const remat_shard_config *cfg = &sh->cfg;
+    builder B;
+    memset(&B, 0, sizeof B);
+    B.sh = sh;
+    B.g = g;
+    B.out = out;
+    size_t n = in->n, no = g->n_ops ? g->n_ops : 1, nt = g->n_tensors ? g->n_tensors : 1;
+    /* Upper bound of the unit lists: every ref of every instruction. */
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += collect(&B, in->ins[i], 0);
+    B.uoff = remat__array(n + 1, sizeof *B.uoff);
+    B.units = remat__array(cap ? cap : 1, sizeof *B.units);
+    B.gathered = remat__calloc(no, 1);
+    uint32_t *left = remat__calloc(nt, sizeof *left);               /* per param: BWDs still to write it */
+    uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
+    remat_status st = REMAT_OK;
+    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left)
+        st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
+    if (st == REMAT_OK) {
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            B.uoff[i] = at;
+            at = collect(&B, in->ins[i], at);
+        }
+        B.uoff[n] = at;
+        /* Gradient writers per param, from the schedule itself. */
+        for (size_t i = 0; i < n; i++) {
+            if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
+                continue;
+            const remat_op *op = &g->ops[in->ins[i].arg];
+            const uint32_t *inp = remat_op_inputs(g, op);
+            for (uint32_t j = 0; j < op->n_in; j++) {
+                uint32_t t = inp[j];
+                int dup = 0;
+                for (uint32_t q = 0; q < j && !dup; q++)
+                    dup = inp[q] == t;
+                if (!dup && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
+                    bucket_left[sh->bucket_of[t]]++;
+            }
+        }
+    }
+    int opt_seen = 0;
+    for (size_t i = 0; st == REMAT_OK && i < n; i++) {
+        remat_instr I = in->ins[i];
+        if (I.kind >= REMAT_I_ALLGATHER) {
+            st = remat_err_set(err, REMAT_EINVAL, "instruction %zu: the schedule already has collectives", i);
+            break;
+        }
+        if (cfg->stage == 3 && reads_params(I)) {
+            for (size_t j = B.uoff[i]; j < B.uoff[i + 1] && st == REMAT_OK; j++)
+                if (!B.gathered[B.units[j]])
+                    st = gather(&B, B.units[j], err);
+            /* Prefetch: the next units in schedule order, while what is
+             * being prefetched is below the bound (DeepSpeed checks before
+             * taking the next, so the last may cross it). */
+            uint64_t room = cfg->max_live_elements > B.available ? cfg->max_live_elements - B.available : 0;
+            uint64_t bound = room < cfg->prefetch_elements ? room : cfg->prefetch_elements, taken = 0;
+            for (size_t q = i + 1; q < n && taken < bound && st == REMAT_OK; q++)
+                for (size_t j = B.uoff[q]; j < B.uoff[q + 1] && taken < bound && st == REMAT_OK; j++) {
+                    uint32_t u = B.units[j];
+                    if (B.gathered[u])
+                        continue;
+                    taken += sh->unit_elements[u];
+                    st = gather(&B, u, err);
+                }
+        }
+        if (st == REMAT_OK)
+            st = push(&B, (remat_instr_kind)I.kind, I.arg, err);
+        if (I.kind == REMAT_I_OPT)
+            opt_seen = 1;
+        if (st != REMAT_OK)
+            break;
+        if (cfg->stage == 3 && reads_params(I)) {
+            /* The next param-reading instruction, if it is of this phase. */
+            size_t nx = i + 1;
+            while (nx < n && B.uoff[nx] == B.uoff[nx + 1])
+                nx++;
+            int keep_next = nx < n && phase(in->ins[nx]) == phase(I);
+            for (size_t j = B.uoff[i]; j < B.uoff[i + 1] && st == REMAT_OK; j++) {
+                uint32_t u = B.units[j];
+                if (keep_next && unit_in(&B, nx, u))
+                    continue;
+                B.gathered[u] = 0;
+                B.available -= sh->unit_elements[u];
+                st = push(&B, REMAT_I_RELEASE, u, err);
+            }
+        }
+        if (I.kind == REMAT_I_BWD && I.arg < g->n_ops) {
+            const remat_op *op = &g->ops[I.arg];
+            const uint32_t *inp = remat_op_inputs(g, op);
+            for (uint32_t j = 0; j < op->n_in && st == REMAT_OK; j++) {
+                uint32_t t = inp[j], b = sh->bucket_of[t];
+                int dup = 0;
+                for (uint32_t q = 0; q < j && !dup; q++)
+                    dup = inp[q] == t;
+                if (dup || b == REMAT_NONE || left[t] == 0)
+                    continue;
+                if (--left[t] == 0 && --bucket_left[b] == 0)
+                    st = push(&B, cfg->stage == 0 ? REMAT_I_ALLREDUCE : REMAT_I_REDUCE_SCATTER, b, err);
+            }
+        }
+    }
+    if (st == REMAT_OK && !opt_seen)
+        st = push(&B, REMAT_I_OPT, 0, err);
+    /* Stages 1 and 2: each rank updated its partition; the updated weights
+     * are all-gathered, unit by unit. */
+    if (cfg->stage == 1 || cfg->stage == 2)
+        for (uint32_t i = 0; i < g->n_ops && st == REMAT_OK; i++) {
+            uint32_t k = a->order[i];
+            int has = 0;
+            const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
+            for (uint32_t j = 0; j < g->ops[k].n_in && !has; j++)
+                has = sh->unit_of[inp[j]] == k && sh->bucket_of[inp[j]] != REMAT_NONE;
+            if (has)
+                st = push(&B, REMAT_I_ALLGATHER, k, err);
+        }
+    remat__free(B.uoff);
+    remat__free(B.units);
+    remat__free(B.gathered);
+    remat__free(left);
+    remat__free(bucket_left);
+    return st;
+}
