@@ -25,6 +25,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
+#include "plan/planner.h"
 #include "util/util_internal.h"
 
 #include <dirent.h>
@@ -273,6 +274,7 @@ static exact_run run_exact(const remat_analysis *a, int kind, uint64_t budget, d
     o.budget_kind = kind ? REMAT_BUDGET_ACTIVATION : REMAT_BUDGET_TOTAL;
     o.budget = budget;
     o.time_limit = time_limit;
+    o.exact_milp = 1; /* the program itself, not the class search (checked against it below) */
     remat_plan plan;
     remat_replay_result r;
     remat_err err;
@@ -593,7 +595,57 @@ static void sp_init(sp_ctx *c, const remat_analysis *a, int kind, uint64_t budge
 
 typedef struct {
     uint32_t cases, strictly_better, equal, below_keep_min_feasible, infeasible, sp_checked, sp_equal, sp_only;
+    uint32_t cert_checked, cert_optimal;
 } tally;
+
+/* auto's certificate against the optimum of the shortest-path search over
+ * every schedule of the class (sp; UINT64_MAX: none fits): bound.c's bound
+ * never exceeds it, and auto's lower_bound equals it (and so does its
+ * plan) wherever auto's own search of the class ran. */
+static void check_certificate(const remat_analysis *a, int kind, uint64_t budget, uint64_t sp, tally *tl)
+{
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.budget_kind = kind ? REMAT_BUDGET_ACTIVATION : REMAT_BUDGET_TOTAL;
+    o.budget = budget;
+    o.time_limit = 0.2;
+    remat_err err;
+    remat_err_init(&err);
+    remat_planner P;
+    memset(&P, 0, sizeof P);
+    P.a = a;
+    P.o = &o;
+    P.err = &err;
+    uint64_t kb = 0;
+    int infeasible = 0;
+    ck_assert_int_eq(remat__bound_extra(&P, &kb, &infeasible), REMAT_OK);
+    if (sp != UINT64_MAX)
+        ck_assert_msg(!infeasible && kb <= sp, "bound %llu (infeasible %d) above the class optimum %llu",
+                      (unsigned long long)kb, infeasible, (unsigned long long)sp);
+    remat_plan plan;
+    remat_replay_result r;
+    remat_status st = remat_plan_make(a, &o, &plan, &r, &err);
+    if (sp == UINT64_MAX) {
+        ck_assert_msg(st != REMAT_OK, "auto fits a budget no schedule of the class meets");
+    } else {
+        ck_assert_msg(st == REMAT_OK, "auto at %llu: %s", (unsigned long long)budget, err.msg);
+        double plb = param_num(plan.params_json, "lower_bound");
+        ck_assert_msg(plb >= 0 && plb <= (double)sp, "auto's lower_bound %.0f above the class optimum %llu",
+                      plb, (unsigned long long)sp);
+        tl->cert_checked++;
+        if (strstr(plan.params_json, "\"class-search\"")) {
+            ck_assert_msg(plb == (double)sp && r.flops_recompute == sp,
+                          "auto's class search: bound %.0f, plan %llu, exhaustive optimum %llu", plb,
+                          (unsigned long long)r.flops_recompute, (unsigned long long)sp);
+            ck_assert_msg(strstr(plan.params_json, "\"gap\": \"optimal\"") != NULL, "%s", plan.params_json);
+            tl->cert_optimal++;
+        }
+    }
+    if (st == REMAT_OK || (st == REMAT_EINFEASIBLE && r.recompute_counts)) {
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+    }
+}
 
 /* One graph, both budget kinds, budgets from the keep-set minimum to just
  * below store-all. */
@@ -650,6 +702,7 @@ static void check_graph(const char *json, int with_sp, tally *tl)
                 ck_assert_uint_eq(r.flops_recompute, lb);
                 remat_replay_result_destroy(&r);
             }
+            check_certificate(a, kind, budget, lb, tl);
             if (x.st == REMAT_OK) {
                 ck_assert_msg(lb != UINT64_MAX && lb <= x.extra, "exact %llu below the all-schedule optimum %llu",
                               (unsigned long long)x.extra, (unsigned long long)lb);
@@ -670,7 +723,7 @@ static void random_graphs(int shape, uint64_t seed, int count, uint32_t min_ops,
                           const char *label)
 {
     uint64_t rng = seed;
-    tally tl = {0, 0, 0, 0, 0, 0, 0, 0};
+    tally tl = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     jbuf *b = malloc(sizeof *b);
     ck_assert(b);
     for (int i = 0; i < count; i++) {
@@ -680,9 +733,12 @@ static void random_graphs(int shape, uint64_t seed, int count, uint32_t min_ops,
     }
     free(b);
     printf("exact vs keep sets (%s): %u cases, %u equal, %u strictly better, %u feasible below every keep set, "
-           "%u infeasible; vs all schedules: %u checked, %u equal, %u feasible only outside exact's class\n",
+           "%u infeasible; vs all schedules: %u checked, %u equal, %u feasible only outside exact's class; "
+           "auto's certificate: %u checked, %u proved optimal by its class search\n",
            label, tl.cases, tl.equal, tl.strictly_better, tl.below_keep_min_feasible, tl.infeasible, tl.sp_checked,
-           tl.sp_equal, tl.sp_only);
+           tl.sp_equal, tl.sp_only, tl.cert_checked, tl.cert_optimal);
+    if (with_sp)
+        ck_assert_uint_gt(tl.cert_optimal, 0);
     ck_assert_uint_gt(tl.equal + tl.strictly_better, 0);
 }
 
@@ -823,6 +879,7 @@ START_TEST(exact_should_fail_cleanly_when_memory_runs_out)
     o.budget_kind = REMAT_BUDGET_TOTAL;
     o.budget = lo + (hi - lo) / 2;
     o.time_limit = 10;
+    o.exact_milp = 1;
     remat__alloc_fail_at(0);
     exact_run full = run_exact(a, 0, o.budget, 10);
     uint64_t total = remat__alloc_fail_at(0);

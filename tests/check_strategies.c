@@ -65,7 +65,8 @@ START_TEST(strategies_should_read_only_options_the_option_table_has)
             ck_assert_uint_lt(s[i].warm_rank, 64);
             ck_assert_uint_eq(seen_warm[s[i].warm_rank]++, 0);
         }
-        /* auto runs every other strategy; nothing runs auto. */
+        /* auto runs every other strategy; only exact runs it, for its
+         * incumbent (found by this flag, not as a warm start). */
         if (s[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
             ck_assert(!(s[i].flags & (REMAT_STRATEGY_AUTO | REMAT_STRATEGY_WARM_START)));
     }
@@ -107,8 +108,9 @@ START_TEST(auto_should_name_only_table_candidates_in_their_order)
         const char *name = c + 1;
         size_t len = (size_t)(end - name);
         const char *slash = memchr(name, '/', len);
-        if (len == strlen("local-search") && strncmp(name, "local-search", len) == 0) {
-            last_rank = 64; /* the ladder comes after every candidate at the budget */
+        if ((len == strlen("local-search") && strncmp(name, "local-search", len) == 0) ||
+            (len == strlen("class-search") && strncmp(name, "class-search", len) == 0)) {
+            last_rank = 64; /* the ladder and the class search come after every candidate at the budget */
         } else {
             int k = index_of(s, n, name, slash ? (size_t)(slash - name) : len);
             ck_assert_msg(k >= 0 && (s[k].flags & REMAT_STRATEGY_AUTO), "auto tried '%.*s'", (int)len, name);

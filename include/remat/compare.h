@@ -34,6 +34,11 @@ typedef struct remat_compare_row {
     uint64_t best_fit_high_water; /* best-fit allocator's address-space high-water mark */
     uint64_t fragmentation;       /* best_fit_high_water - metric */
     uint64_t arena_bytes;         /* the best static offset plan's arena */
+    /* auto's certificate, from its params: a proven lower bound on
+     * the extra FLOPs of every schedule of the fixed-order class at this
+     * budget (remat/plan.h), when the row has one. */
+    int has_bound;
+    uint64_t lower_bound;
 } remat_compare_row;
 
 /* Runs every strategy (and, for sqrtn and chen-greedy, the linearized

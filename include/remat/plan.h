@@ -7,6 +7,17 @@
  * cannot meet the budget yields REMAT_EINFEASIBLE with a message naming the
  * smallest budget that strategy meets.
  *
+ * Certificates: an "auto" plan's params carry "lower_bound", a
+ * proven lower bound on the extra FLOPs of every schedule of the
+ * fixed-order class at the budget (every schedule that runs each FWD once
+ * in the analysis's forward order and each backward step once in its
+ * backward order, with any RECOMPUTE and FREE between them: every
+ * strategy's schedules are of this class), "gap" (relative to the plan's
+ * extra FLOPs; "optimal" when the plan meets the bound) and "gap_pp"
+ * (percentage points of forward + backward FLOPs). On graphs small enough
+ * for an exhaustive search of the class the bound is the class optimum;
+ * graphs/README.md ("The certificate") gives the argument and its limits.
+ *
  *     remat_plan_options o;
  *     remat_plan_options_init(&o);
  *     o.strategy = "sqrtn";
@@ -93,6 +104,9 @@ typedef struct remat_plan_options {
     const char *never_recompute;   /* mincut: comma-separated op types never recomputed (NULL = default) */
     const char *dtr_score;         /* dtr: eviction score "h_dtr", "eq" or "local"; NULL or "best" = try all three */
     remat_budget_mode budget_mode; /* LOGICAL (default) or ARENA: the budget caps the static arena */
+    int exact_milp;                /* exact: always solve the mixed-integer program, even where the
+                                    * shortest-path search of the whole class could take the graph
+                                    * (0 = default; tests check the program this way) */
 } remat_plan_options;
 
 void remat_plan_options_init(remat_plan_options *o);
@@ -105,8 +119,12 @@ void remat_plan_options_init(remat_plan_options *o);
 #define REMAT_STRATEGY_AUTO_LADDER 16u /* auto also runs it at each ladder budget (not monotone by itself) */
 #define REMAT_STRATEGY_LOCAL_START 32u /* its keep set may start auto's local search */
 #define REMAT_STRATEGY_WARM_START 64u  /* exact offers its plan to the solver as a start (warm_rank order) */
-#define REMAT_STRATEGY_SMALL_ONLY 128u /* auto runs it only on graphs of at most 40 ops, for at most 1 s */
+#define REMAT_STRATEGY_SMALL_ONLY 128u /* auto runs it only on graphs of at most 40 ops, for at most 0.35 s,
+                                        * last, from auto's best plan and bound */
 #define REMAT_STRATEGY_PAPER 256u      /* reads `chen_reading`: compare runs the paper's reading too */
+#define REMAT_STRATEGY_BUDGET_FREE 512u /* its plan does not depend on the budget: auto judges it once for
+                                         * every ladder point */
+#define REMAT_STRATEGY_AUTO_HEAVY 1024u /* auto leaves it out above 5000 ops (README, "How auto decides") */
 
 typedef struct remat_strategy_info {
     const char *name;

@@ -1,65 +1,113 @@
 /*
  * auto.c - the default strategy: the plan with the least extra FLOPs within
- * the budget among every strategy's, improved by a local search, and
- * monotone in the budget by construction.
+ * the budget among every strategy's, improved by a local search, monotone
+ * in the budget by construction (DTR aside), and certified: every plan
+ * carries a proven lower bound and the gap (issue 20).
  *
  * Monotone: a looser budget must never cost more extra FLOPs (DESIGN 6).
  * A strategy whose answer at budget B is "the best fitting plan of a set
  * that does not depend on B" is monotone by itself: store-all, sqrtn and
  * mincut (one plan each), chen-greedy (a fixed threshold grid), revolve
- * (every slot count on chains of up to 64 blocks), and the exact and
- * dynamic-programming planners where they are optimal. These run at B.
- * The local search, whose answer can get worse as B grows, runs only at a
- * fixed ladder of budgets (fractions of the store-all peak), and auto(B)
- * takes the best of the ladder points at or below B: a set that only grows
- * with B. DTR runs at the ladder and at B itself, so that auto is never
- * worse than dtr; its eviction order is not monotone in its limit, so here
- * monotonicity rests on the ladder (a DTR plan found for a lower budget
- * stays available at every looser one) and is checked by budget sweeps on
- * every bundled graph in tests/check_plan.c, not guaranteed by construction.
+ * (every slot count on chains of up to 64 blocks), the class search and
+ * exact where they are optimal. These run at B. The local search, whose
+ * answer can get worse as B grows, runs only at a fixed ladder of budgets
+ * (fractions k/L of the store-all peak, L a function of the graph's size),
+ * and auto(B) takes the best of the ladder points at or below B: a set that
+ * only grows with B. Each point's search starts from the best fitting keep
+ * set among the budget-free ones, chen-greedy at that point and the
+ * previous point's result, and may work until k/L of one total is spent:
+ * all of it depends on the point, never on B. DTR runs at every fourth
+ * point on small graphs and at B itself, so that auto is never worse than
+ * dtr; its eviction order is not monotone in its limit, so there
+ * monotonicity rests on the ladder and is checked by budget sweeps on every
+ * bundled graph in tests/check_plan.c, not guaranteed by construction.
  *
- * The local search flips one activation at a time (recompute a kept one to
- * save memory, keep a recomputed one to save FLOPs) from the best keep-set
- * plan at a ladder budget, keeping flips the replay says are better, until a
- * pass changes nothing or its work bound is spent.
+ * Time (goals: 0.5 s up to 10^4 ops, 5 s at 10^5): the candidates and the
+ * ladder are tiered by size (README, "How auto decides"); the search tries
+ * flips by their producer's FLOPs, rejects one whose schedule recomputes
+ * more FLOPs than a fitting plan before replaying it, and skips keeping a
+ * tensor that surely overflows the forward pass. Every candidate is still
+ * judged by the one replay in exec, and so is the plan returned.
+ *
+ * Last, at B: the bound (bound.c), then on small graphs the exhaustive
+ * search of the fixed-order class (class_search.c), whose optimum becomes
+ * the bound, or else exact, handed the best plan so far and the bound.
  */
 #include "planner.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     const char *strategy;
     int linearized;
     unsigned flags;
+    const char *options;
 } candidate;
 
 #define MAX_CANDIDATES 64
 
-/* auto's candidates with every flag of `need`, from the strategy table
- * (remat/plan.h): in auto_rank order, each linearized variant right after
- * its strategy. Run at the budget itself: need = REMAT_STRATEGY_AUTO. */
-static size_t candidates(unsigned need, candidate *out)
+/* auto's candidates with every flag of `need` and none of `unwanted`,
+ * from the strategy table (remat/plan.h): in auto_rank order, each
+ * linearized variant right after its strategy. */
+static size_t candidates(unsigned need, unsigned unwanted, candidate *out)
 {
     const remat_strategy_info *r[MAX_CANDIDATES];
     size_t k = remat__strategies_ranked(0, r, MAX_CANDIDATES), n = 0;
     for (size_t i = 0; i < k && n + 2 <= MAX_CANDIDATES; i++) {
-        if ((r[i]->flags & need) != need)
+        if ((r[i]->flags & need) != need || (r[i]->flags & unwanted))
             continue;
-        out[n++] = (candidate){r[i]->name, 0, r[i]->flags};
+        out[n++] = (candidate){r[i]->name, 0, r[i]->flags, r[i]->options};
         if (r[i]->flags & REMAT_STRATEGY_LINEARIZED)
-            out[n++] = (candidate){r[i]->name, 1, r[i]->flags};
+            out[n++] = (candidate){r[i]->name, 1, r[i]->flags, r[i]->options};
     }
     return n;
 }
 
-/* The ladder: fractions of the store-all metric, in 1/32 steps. */
-#define LADDER 32
-/* Graphs above this size skip the ladder (its cost is LADDER plannings). */
-#define LADDER_MAX_OPS 2000
-/* Work bound of one local search, in replayed instructions. */
-#define LOCAL_SEARCH_WORK 4000000ULL
+/* Run at the budget itself: the table's REMAT_STRATEGY_AUTO entries.
+ * REMAT_STRATEGY_AUTO_HEAVY ones (chen-greedy: a replay per threshold of
+ * its grid, two variants; chain-dp: table work plus up to 30 replays) cost
+ * about 0.25 s each at 10^4 ops and 3 s at 10^5 and never gave the best
+ * plan on a graph that large in `make bench BENCH=auto`: above
+ * HEAVY_MAX_OPS auto leaves them out to stay within its time goal (0.5 s up
+ * to 10^4 ops, 5 s at 10^5). REMAT_STRATEGY_SMALL_ONLY (exact) runs last,
+ * from the best plan found (run_exact). */
+#define HEAVY_MAX_OPS 5000
+/* A strategy that reads dp_slots (chain-dp) gets 64 levels above 300 ops. */
+#define CHAIN_DP_FULL_MAX_OPS 300
+#define CHAIN_DP_AUTO_SLOTS 64
+
+/* The ladder: fractions k/L of the store-all metric. L shrinks with the
+ * graph (a fixed function of its size, never of the budget, so the set of
+ * ladder points at or below a budget only grows with it). */
+static uint32_t ladder_points(uint32_t n_ops)
+{
+    return n_ops <= 300 ? 32 : n_ops <= 3000 ? 16 : n_ops <= 30000 ? 8 : 4;
+}
+/* DTR at ladder points (three eviction scores each) only on graphs this
+ * small: above, one DTR run costs what the whole ladder may. */
+#define LADDER_DTR_MAX_OPS 300
+/* ... at every point up to this size, at every fourth point above. */
+#define LADDER_DTR_EVERY_OPS 100
+/* chen-greedy as a ladder start (its threshold grid, per point). */
+#define LADDER_CHEN_MAX_OPS 300
+/* Work of all local searches together, in replayed instructions: about
+ * 0.2 s of CPU on the project's 2-core machine on graphs of up to
+ * LOCAL_SEARCH_FULL_OPS ops (make bench BENCH=auto: with 6 x 10^6 the
+ * 994-op transformer at 70% of its peak lost 19% to the old search). */
+#define LOCAL_SEARCH_WORK 9000000ULL
+/* Above this size the work shrinks in proportion (every replay grows with
+ * the graph), but covers at least two flips. */
+#define LOCAL_SEARCH_FULL_OPS 2000
+
+static uint64_t search_work(const remat_graph *g, uint64_t schedule_len)
+{
+    uint64_t w = g->n_ops <= LOCAL_SEARCH_FULL_OPS ? LOCAL_SEARCH_WORK
+                                                   : LOCAL_SEARCH_WORK / g->n_ops * LOCAL_SEARCH_FULL_OPS;
+    return w > 2 * schedule_len ? w : 2 * schedule_len;
+}
 
 typedef struct {
     remat_planner *P;     /* the caller's: its budget judges the final choice */
@@ -70,6 +118,12 @@ typedef struct {
     char chosen[64];
     char tried[640];
     uint32_t flips;
+    uint64_t ls_work;     /* instructions replayed by local searches so far */
+    uint64_t ls_evals, ls_skipped, ls_replays;
+    uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
+    int lb_infeasible; /* ... or: no schedule of the class fits */
+    char exact_note[128]; /* exact's verdict when it ran */
+    int class_optimal;    /* the class search ran: lb is the class optimum */
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -133,52 +187,299 @@ static void note_tried(auto_state *S, const char *name)
              name);
 }
 
-static remat_status local_search(remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips)
+/* Marks in rec the ops that schedule s recomputes. */
+static void mark_recomputed(const remat_graph *g, const remat_schedule *s, uint8_t *rec)
+{
+    memset(rec, 0, g->n_ops ? g->n_ops : 1);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE)
+            rec[s->ins[i].arg] = 1;
+}
+
+/* The current plan's high-water mark (the budget's metric) at each FWD,
+ * from the one replay's observer, as a suffix maximum over forward
+ * positions: fwd_tail[i] = the most any FWD from position i on reaches. */
+typedef struct {
+    const remat_analysis *a;
+    remat_budget_kind kind;
+    uint64_t *fwd_tail;
+    uint32_t seen;
+} tail_obs;
+
+static int tail_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
+                     const uint64_t *hw_by_category)
+{
+    tail_obs *o = ctx;
+    (void)index;
+    (void)live_after;
+    if (in.kind != REMAT_I_FWD || o->seen >= o->a->g->n_ops)
+        return 0;
+    uint64_t m = high_water;
+    if (o->kind == REMAT_BUDGET_ACTIVATION) {
+        m = 0;
+        for (int c = 0; c < REMAT_CAT_COUNT; c++)
+            if (remat_category_is_activation((remat_category)c))
+                m += hw_by_category[c];
+    }
+    o->fwd_tail[o->seen++] = m;
+    return 0;
+}
+
+static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint64_t *fwd_tail)
+{
+    const uint32_t n = Q->a->g->n_ops;
+    tail_obs o = {Q->a, Q->o->budget_kind, fwd_tail, 0};
+    remat_replay_observer obs = {&o, NULL, NULL, tail_step};
+    remat_replay_result r;
+    remat_err local;
+    remat_err_init(&local);
+    remat_status st = remat_replay(Q->a, s, &Q->o->extras, &obs, &r, &local);
+    if (st != REMAT_OK)
+        return remat_err_set(Q->err, st, "auto: %s", local.msg);
+    remat_replay_result_destroy(&r);
+    if (o.seen != n) /* not a plain schedule: no filter */
+        for (uint32_t i = 0; i < n; i++)
+            fwd_tail[i] = 0;
+    for (uint32_t i = n; i-- > 1;)
+        if (fwd_tail[i] > fwd_tail[i - 1])
+            fwd_tail[i - 1] = fwd_tail[i];
+    return REMAT_OK;
+}
+
+/* Whether keeping t (now recomputed) surely overflows the budget: after its
+ * last forward read the forward pass runs as before with t resident, so
+ * every later FWD's high-water mark grows by t's bytes. The exception, a
+ * kept input of t's producer that only t's recomputation holds in memory
+ * (it is then freed in forward instead), is not filtered. */
+static int keep_overflows(const remat_planner *Q, const uint8_t *keep, const uint64_t *fwd_tail, uint32_t t)
+{
+    const remat_analysis *a = Q->a;
+    const remat_graph *g = a->g;
+    const remat_tensor *T = &g->tensors[t];
+    if (T->storage != t || a->life[t].last_bwd_use == REMAT_NONE || a->is_output[t])
+        return 0;
+    uint32_t from = a->life[t].last_fwd_use == REMAT_NONE ? a->life[t].birth + 1 : a->life[t].last_fwd_use + 1;
+    if (from >= g->n_ops)
+        return 0;
+    const remat_op *op = &g->ops[T->producer];
+    const uint32_t *in = remat_op_inputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (g->tensors[in[i]].kind == REMAT_TENSOR_ACTIVATION && keep[in[i]] &&
+            a->life[in[i]].last_bwd_use == REMAT_NONE)
+            return 0;
+    return fwd_tail[from] > Q->o->budget || T->bytes > Q->o->budget - fwd_tail[from];
+}
+
+/* Judges a flipped keep set against the current plan: builds its schedule
+ * (the default policy) and, when the current plan fits and the new
+ * schedule recomputes more FLOPs, stops there (*worse = 1: it cannot be
+ * better, since fitting plans are judged by FLOPs first); otherwise the
+ * one replay judges it (*worse = 0, e filled). */
+static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat_eval *cur, remat_eval *e, int *worse)
+{
+    remat_err local;
+    remat_err_init(&local);
+    memset(e, 0, sizeof *e);
+    *worse = 0;
+    remat_schedule_clear(&Q->scratch);
+    remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
+    if (st == REMAT_EINFEASIBLE) {
+        *worse = 1;
+        return REMAT_OK;
+    }
+    if (st != REMAT_OK)
+        return remat_err_set(Q->err, st, "%s", local.msg);
+    if (remat__fits(Q, cur) && remat__schedule_extra_flops(Q->a->g, &Q->scratch) > cur->extra_flops) {
+        *worse = 1;
+        return REMAT_OK;
+    }
+    return remat__eval_schedule(Q, &Q->scratch, e);
+}
+
+/* order[] = tensor ids by their producer's FLOPs, descending, ties by id:
+ * a stable bottom-up merge sort (qsort has no context argument). */
+static void sort_by_flops(const remat_graph *g, uint32_t *order)
+{
+    const uint32_t n = g->n_tensors;
+    for (uint32_t t = 0; t < n; t++)
+        order[t] = t;
+    uint32_t *tmp = remat__array(n ? n : 1, sizeof *tmp);
+    if (!tmp)
+        return; /* id order: still every candidate */
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                uint32_t pi = g->tensors[order[i]].producer, pj = g->tensors[order[j]].producer;
+                uint64_t fi = pi == REMAT_NONE ? 0 : g->ops[pi].flops, fj = pj == REMAT_NONE ? 0 : g->ops[pj].flops;
+                tmp[k++] = fj > fi ? order[j++] : order[i++];
+            }
+            while (i < mid)
+                tmp[k++] = order[i++];
+            while (j < hi)
+                tmp[k++] = order[j++];
+        }
+        memcpy(order, tmp, (size_t)n * sizeof *order);
+    }
+    remat__free(tmp);
+}
+
+/* One activation at a time: recompute a kept one (to save memory), keep a
+ * recomputed one (to save FLOPs); a flip stays when the replay of the new
+ * keep set's schedule says it is better. Flips that cannot be better are
+ * not replayed: once the plan fits, dropping a tensor whose producer the
+ * schedule does not already recompute adds that producer's recomputation,
+ * so it never lowers the extra FLOPs, and the order judges fitting plans by
+ * FLOPs first. Stops when S->ls_work passes work_until. */
+static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips,
+                                 uint64_t work_until)
 {
     const remat_graph *g = Q->a->g;
     remat_status st = REMAT_OK;
-    uint64_t work = 0;
     int improved = 1;
     *flips = 0;
+    uint8_t *rec = remat__calloc(g->n_ops ? g->n_ops : 1, 1);
+    uint64_t *tail = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tail);
+    if (!rec || !tail) {
+        remat__free(rec);
+        remat__free(tail);
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    }
+    /* Candidates by their producer's FLOPs, the most first: the flips
+     * that can save the most are tried while work remains. */
+    uint32_t *order = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *order);
+    if (!order) {
+        remat__free(rec);
+        remat__free(tail);
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    }
+    sort_by_flops(g, order);
+    /* The current plan's recomputed ops and forward profile. */
+    remat_schedule_clear(&Q->scratch);
+    remat_err local;
+    remat_err_init(&local);
+    if (remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
+        mark_recomputed(g, &Q->scratch, rec);
+        st = forward_tail(Q, &Q->scratch, tail);
+    }
     while (improved && st == REMAT_OK) {
         improved = 0;
-        for (uint32_t t = 0; t < g->n_tensors && st == REMAT_OK; t++) {
-            if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION || !g->ops[g->tensors[t].producer].recomputable)
+        for (uint32_t it = 0; it < g->n_tensors && st == REMAT_OK; it++) {
+            const uint32_t t = order[it];
+            const remat_tensor *T = &g->tensors[t];
+            if (T->kind != REMAT_TENSOR_ACTIVATION || !g->ops[T->producer].recomputable)
                 continue;
             /* A tensor no backward step saves and nothing reads is freed
              * after forward whatever keep says: flipping it is moot. */
             if (Q->a->life[t].last_bwd_use == REMAT_NONE && Q->a->cons_off[t + 1] == Q->a->cons_off[t])
                 continue;
-            if (work > LOCAL_SEARCH_WORK)
-                return REMAT_OK;
+            if (keep[t] && remat__fits(Q, cur) && g->ops[T->producer].flops > 0 && !rec[T->producer] &&
+                Q->a->life[t].last_bwd_use != REMAT_NONE) {
+                S->ls_skipped++;
+                continue;
+            }
+            if (!keep[t] && remat__fits(Q, cur) && Q->o->budget_kind != REMAT_BUDGET_NONE &&
+                keep_overflows(Q, keep, tail, t)) {
+                S->ls_skipped++;
+                continue;
+            }
+            if (S->ls_work > work_until)
+                goto out;
             keep[t] ^= 1;
             remat_eval e;
-            st = remat__eval_keep(Q, keep, &e);
-            work += Q->scratch.n;
-            if (st == REMAT_OK && remat__better(Q, &e, cur)) {
+            int worse = 0;
+            st = flip_eval(Q, keep, cur, &e, &worse);
+            S->ls_work += worse ? Q->scratch.n / 3 : Q->scratch.n;
+            S->ls_evals++;
+            S->ls_replays += !worse;
+            if (st == REMAT_OK && !worse && remat__better(Q, &e, cur)) {
                 *cur = e;
                 improved = 1;
                 (*flips)++;
+                mark_recomputed(g, &Q->scratch, rec);
+                st = forward_tail(Q, &Q->scratch, tail);
             } else {
                 keep[t] ^= 1;
             }
         }
     }
+out:
+    remat__free(rec);
+    remat__free(tail);
+    remat__free(order);
     return st;
 }
 
-/* At ladder budget b: the heuristics, and a local search from the best
- * keep-set plan of the monotone strategies at b. Every result is offered
- * to S, judged by the real budget (a plan that fits b fits it). */
-static remat_status ladder_point(auto_state *S, remat_planner *Q)
+/* Keep-set plans that do not depend on the budget (the table's
+ * REMAT_STRATEGY_BUDGET_FREE local-search starts, one plan each): the
+ * local search's starting pool at every ladder point. */
+#define POOL_MAX 16
+
+typedef struct {
+    candidate c[POOL_MAX];
+    size_t n;
+    uint8_t *keep[POOL_MAX + 1]; /* [POOL_MAX]: the previous ladder point's result */
+    remat_eval e[POOL_MAX + 1];  /* a keep set's figures do not depend on the budget */
+} start_pool;
+
+static void pool_init(start_pool *sp)
 {
+    candidate all[MAX_CANDIDATES];
+    memset(sp, 0, sizeof *sp);
+    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START | REMAT_STRATEGY_BUDGET_FREE, 0, all);
+    sp->n = n < POOL_MAX ? n : POOL_MAX;
+    memcpy(sp->c, all, sp->n * sizeof *all);
+}
+
+static void pool_destroy(start_pool *sp)
+{
+    for (size_t i = 0; i <= POOL_MAX; i++)
+        remat__free(sp->keep[i]);
+}
+
+static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *have)
+{
+    remat_plan_options *o = (remat_plan_options *)Q->o;
+    remat_status st = REMAT_OK;
+    for (size_t i = 0; i < sp->n && !fatal(st); i++) {
+        if (have->keep[i]) { /* already run at the budget: its plan is the same */
+            sp->keep[i] = have->keep[i];
+            sp->e[i] = have->e[i];
+            have->keep[i] = NULL;
+            continue;
+        }
+        remat_plan cand;
+        remat_plan_init(&cand);
+        remat_eval e;
+        int fk;
+        o->linearized = sp->c[i].linearized;
+        st = run_candidate(Q, sp->c[i].strategy, &cand, &e, &fk);
+        if (st == REMAT_OK && fk && cand.keep) {
+            sp->keep[i] = cand.keep;
+            cand.keep = NULL;
+            sp->e[i] = e;
+        }
+        remat_plan_destroy(&cand);
+    }
+    o->linearized = 0;
+    return fatal(st) ? st : REMAT_OK;
+}
+
+/* At ladder budget b (Q's): DTR (small graphs), then a local search from
+ * the best fitting keep set among the pool, chen-greedy at b (graphs up to
+ * LADDER_CHEN_MAX_OPS) and the previous point's result. Every result is
+ * offered to S, judged by the real budget (a plan that fits b fits it). */
+static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp, int with_dtr, uint64_t work_until)
+{
+    const remat_graph *g = Q->a->g;
     remat_status st;
     remat_plan cand;
     remat_eval e;
     int fk;
-    /* Run at ladder budgets too. */
+    /* The table's ladder strategies (DTR: not monotone by itself). */
     candidate heuristic[MAX_CANDIDATES];
-    size_t n_heuristic = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_AUTO_LADDER, heuristic);
+    size_t n_heuristic = with_dtr ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_AUTO_LADDER, 0, heuristic) : 0;
     for (size_t i = 0; i < n_heuristic; i++) {
         remat_plan_init(&cand);
         st = run_candidate(Q, heuristic[i].strategy, &cand, &e, &fk);
@@ -192,14 +493,28 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
         if (fatal(st))
             return st;
     }
-    /* Start: the best keep-set plan among the cheap monotone strategies. */
-    candidate starts[MAX_CANDIDATES];
-    size_t n_starts = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, starts);
-    remat_plan start;
-    remat_plan_init(&start);
+    uint8_t *start = NULL;
     remat_eval se = {0};
     int have = 0;
+    for (size_t i = 0; i <= POOL_MAX; i++) {
+        if (!sp->keep[i])
+            continue;
+        /* A keep set's figures do not depend on the budget: judged once. */
+        if (!have || remat__better(Q, &sp->e[i], &se)) {
+            start = sp->keep[i];
+            se = sp->e[i];
+            have = 1;
+        }
+    }
     remat_plan_options *o = (remat_plan_options *)Q->o;
+    /* The budget-dependent local-search starts (sqrtn, chen-greedy), at b. */
+    candidate starts[MAX_CANDIDATES];
+    size_t n_starts = g->n_ops <= LADDER_CHEN_MAX_OPS
+                          ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_BUDGET_FREE,
+                                       starts)
+                          : 0;
+    remat_plan chen;
+    remat_plan_init(&chen);
     for (size_t i = 0; i < n_starts; i++) {
         remat_plan_init(&cand);
         o->linearized = starts[i].linearized;
@@ -209,38 +524,194 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q)
         st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
         Q->quick = 0;
         if (st == REMAT_OK && fk && cand.keep && (!have || remat__better(Q, &e, &se))) {
-            remat_plan_destroy(&start);
-            start = cand;
+            remat_plan_destroy(&chen);
+            chen = cand;
             remat_plan_init(&cand);
+            start = chen.keep;
             se = e;
             have = 1;
         }
         remat_plan_destroy(&cand);
         if (fatal(st)) {
-            remat_plan_destroy(&start);
+            o->linearized = 0;
+            remat_plan_destroy(&chen);
             return st;
         }
     }
     o->linearized = 0;
-    if (!have) {
-        remat_plan_destroy(&start);
+    /* Below every start's metric the search would spend its work looking
+     * for memory, which the strategies already minimize: it only lowers
+     * the FLOPs of a plan that fits. */
+    if (!have || !remat__fits(Q, &se)) {
+        remat_plan_destroy(&chen);
         return REMAT_OK;
     }
+    /* The search works on its own copy; its result becomes the next
+     * point's start. */
+    uint8_t *keep = remat__malloc(g->n_tensors ? g->n_tensors : 1);
+    if (!keep) {
+        remat_plan_destroy(&chen);
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    }
+    memcpy(keep, start, g->n_tensors);
+    remat_plan_destroy(&chen);
     uint32_t flips = 0;
-    st = local_search(Q, start.keep, &se, &flips);
+    st = local_search(S, Q, keep, &se, &flips, work_until);
     if (st == REMAT_OK && remat__fits(Q, &se)) {
+        remat_plan res;
+        remat_plan_init(&res);
+        res.keep = remat__malloc(g->n_tensors ? g->n_tensors : 1);
         remat_err local;
         remat_err_init(&local);
-        remat_schedule_clear(&start.schedule);
-        st = remat_schedule_from_keep(Q->a, start.keep, &start.schedule, &local);
+        if (!res.keep) {
+            st = remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+        } else {
+            memcpy(res.keep, keep, g->n_tensors);
+            st = remat_schedule_from_keep(Q->a, keep, &res.schedule, &local);
+            if (st != REMAT_OK)
+                st = remat_err_set(Q->err, st, "auto: %s", local.msg);
+        }
         remat_eval judged;
-        if (st == REMAT_OK && (st = remat__eval_schedule(S->P, &start.schedule, &judged)) == REMAT_OK) {
+        if (st == REMAT_OK && (st = remat__eval_schedule(S->P, &res.schedule, &judged)) == REMAT_OK) {
             note_tried(S, "local-search");
-            offer(S, &start, &judged, "local-search", 1, flips);
+            offer(S, &res, &judged, "local-search", 1, flips);
+        }
+        remat_plan_destroy(&res);
+        remat__free(sp->keep[POOL_MAX]);
+        sp->keep[POOL_MAX] = keep;
+        sp->e[POOL_MAX] = se;
+        keep = NULL;
+    }
+    remat__free(keep);
+    return fatal(st) ? st : REMAT_OK;
+}
+
+/* A keep set that describes schedule s (plan files carry one beside every
+ * schedule; the schedule is what runs): every activation its schedule
+ * never recomputes. */
+static void keep_of(const remat_graph *g, const remat_schedule *s, uint8_t *keep)
+{
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        keep[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[s->ins[i].arg];
+            const uint32_t *out = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                keep[out[j]] = 0;
+        }
+}
+
+/* The certificate of the chosen plan: the proven lower bound (bound.c) and
+ * the gap, in FLOPs and in percentage points of the forward + backward
+ * FLOPs (the unit of overhead), "optimal" when it is zero. The chosen
+ * plan's extra FLOPs are its replayed ones (S->best). */
+static remat_status certificate(remat_planner *P, const auto_state *S, char *buf, size_t cap)
+{
+    const uint64_t lb = S->lb;
+    const int infeasible = S->lb_infeasible;
+    if (P->o->budget_kind == REMAT_BUDGET_NONE) {
+        snprintf(buf, cap, "\"lower_bound\": 0, \"gap\": \"optimal\", \"gap_pp\": 0");
+        return REMAT_OK;
+    }
+    if (infeasible || !remat__fits(P, &S->best)) {
+        snprintf(buf, cap, "\"lower_bound\": null, \"gap\": \"%s\"",
+                 infeasible ? "budget infeasible for the class" : "plan over budget");
+        return REMAT_OK;
+    }
+    uint64_t extra = S->best.extra_flops;
+    if (lb > extra) /* a bug in the bound or the replay: never claim it */
+        return remat_err_set(P->err, REMAT_EINTERNAL, "auto: lower bound %llu above the plan's %llu extra FLOPs",
+                             (unsigned long long)lb, (unsigned long long)extra);
+    /* Forward + backward FLOPs, as the replay counts them: every FWD, and
+     * the BWD steps of the analysis. */
+    double work = 0;
+    for (uint32_t i = 0; i < P->a->g->n_ops; i++)
+        work += (double)P->a->g->ops[i].flops;
+    for (uint32_t j = 0; j < P->a->n_bwd; j++)
+        work += (double)P->a->g->ops[P->a->bwd_order[j]].bwd_flops;
+    if (extra == lb)
+        snprintf(buf, cap, "\"lower_bound\": %llu, \"gap\": \"optimal\", \"gap_pp\": 0", (unsigned long long)lb);
+    else
+        snprintf(buf, cap, "\"lower_bound\": %llu, \"gap\": %.6f, \"gap_pp\": %.4f", (unsigned long long)lb,
+                 (double)(extra - lb) / (double)extra, work > 0 ? 100.0 * (double)(extra - lb) / work : 0.0);
+    return REMAT_OK;
+}
+
+/* On graphs small enough, the shortest-path search over the whole class
+ * (class_search.c): its schedule is a candidate, and once the replay
+ * confirms its figures, its optimum is the certificate's bound. */
+static remat_status run_class_search(auto_state *S, remat_planner *Q)
+{
+    remat_plan cand;
+    remat_plan_init(&cand);
+    uint64_t opt = 0;
+    int ran = 0;
+    remat_status st = remat__class_search(S->P, &cand.schedule, &opt, &ran);
+    if (st == REMAT_OK && ran && opt != UINT64_MAX && cand.schedule.n > 0) {
+        remat_eval e;
+        st = remat__eval_schedule(S->P, &cand.schedule, &e);
+        if (st == REMAT_OK && remat__fits(S->P, &e) && e.extra_flops == opt) {
+            note_tried(S, "class-search");
+            if (opt > S->lb)
+                S->lb = opt;
+            S->class_optimal = 1;
+            if ((st = remat__plan_alloc_keep(Q, &cand)) == REMAT_OK) {
+                keep_of(Q->a->g, &cand.schedule, cand.keep);
+                offer(S, &cand, &e, "class-search", 0, 0);
+            }
         }
     }
-    remat_plan_destroy(&start);
-    return fatal(st) ? st : REMAT_OK;
+    remat_plan_destroy(&cand);
+    return st;
+}
+
+/* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, with
+ * at most EXACT_IN_AUTO_SECONDS (or the user's shorter --time-limit), last,
+ * so that it starts from the best plan of every other candidate. On larger
+ * graphs GLPK rarely proves anything within auto's time goal (README,
+ * "How auto decides"). */
+#define EXACT_IN_AUTO_MAX_OPS 40
+#define EXACT_IN_AUTO_SECONDS 0.35
+
+static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_options *sub)
+{
+    const remat_plan_options *o = S->P->o;
+    if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact)
+        return REMAT_OK;
+    /* The incumbent meets the bound: optimal, nothing to prove. */
+    if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
+        return REMAT_OK;
+    sub->time_limit = o->time_limit > 0 && o->time_limit < EXACT_IN_AUTO_SECONDS ? o->time_limit
+                                                                               : EXACT_IN_AUTO_SECONDS;
+    remat_plan cand;
+    remat_plan_init(&cand);
+    remat_eval e;
+    int fk;
+    candidate small[MAX_CANDIDATES];
+    size_t n_small = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_SMALL_ONLY, 0, small);
+    if (n_small == 0) {
+        sub->time_limit = o->time_limit;
+        return REMAT_OK;
+    }
+    remat_status st = run_candidate(Q, small[0].strategy, &cand, &e, &fk);
+    if (st == REMAT_OK) {
+        note_tried(S, small[0].strategy);
+        /* exact's own verdict for its class (a subclass of the bound's):
+         * status and bound, copied from its params. */
+        const char *ps = cand.params_json ? strstr(cand.params_json, "\"status\": \"") : NULL;
+        const char *pb = cand.params_json ? strstr(cand.params_json, "\"bound\": ") : NULL;
+        if (ps && pb) {
+            ps += 11;
+            size_t n = strcspn(ps, "\"");
+            snprintf(S->exact_note, sizeof S->exact_note, ", \"exact\": {\"status\": \"%.*s\", \"bound\": %llu}",
+                     (int)(n < 32 ? n : 32), ps, strtoull(pb + 9, NULL, 10));
+        }
+        offer(S, &cand, &e, small[0].strategy, fk, 0);
+    }
+    remat_plan_destroy(&cand);
+    sub->time_limit = o->time_limit;
+    return st;
 }
 
 remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
@@ -256,19 +727,21 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     Q.o = &sub;
     remat_schedule_init(&Q.scratch);
     remat_status st = REMAT_OK;
+    start_pool pool_from_b;
+    pool_init(&pool_from_b);
     candidate monotone[MAX_CANDIDATES];
-    size_t n_monotone = candidates(REMAT_STRATEGY_AUTO, monotone);
+    size_t n_monotone = candidates(REMAT_STRATEGY_AUTO, REMAT_STRATEGY_SMALL_ONLY, monotone);
     for (size_t i = 0; i < n_monotone && !fatal(st); i++) {
-        if (monotone[i].flags & REMAT_STRATEGY_SMALL_ONLY) {
-            /* The solver closes tiny graphs in well under a second and
-             * rarely proves more on larger ones within seconds: give it a
-             * second (or the user's shorter limit) on graphs that small. */
-            if (g->n_ops > 40)
-                continue;
-            if (sub.time_limit <= 0 || sub.time_limit > 1)
-                sub.time_limit = 1;
-        }
+        if ((monotone[i].flags & REMAT_STRATEGY_AUTO_HEAVY) && g->n_ops > HEAVY_MAX_OPS)
+            continue;
         sub.linearized = monotone[i].linearized;
+        /* chain-dp's default table (256 memory levels and more) costs 0.5 s
+         * at 10^3 ops; 64 levels cost a third and lost nothing measurable
+         * where chain-dp was auto's choice (make bench BENCH=auto). */
+        sub.dp_slots = P->o->dp_slots;
+        if (strstr(monotone[i].options, "dp_slots") && !P->o->dp_slots && !P->o->dp_step &&
+            g->n_ops > CHAIN_DP_FULL_MAX_OPS)
+            sub.dp_slots = CHAIN_DP_AUTO_SLOTS;
         remat_plan cand;
         remat_plan_init(&cand);
         remat_eval e;
@@ -278,15 +751,29 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         st = run_candidate(&Q, monotone[i].strategy, &cand, &e, &fk);
         if (st == REMAT_OK) {
             note_tried(&S, name);
+            /* The budget-free keep sets seed the ladder's pool. */
+            for (size_t j = 0; j < pool_from_b.n; j++)
+                if (fk && cand.keep && !pool_from_b.keep[j] &&
+                    strcmp(pool_from_b.c[j].strategy, monotone[i].strategy) == 0 &&
+                    pool_from_b.c[j].linearized == monotone[i].linearized) {
+                    pool_from_b.keep[j] = remat__malloc(g->n_tensors ? g->n_tensors : 1);
+                    if (pool_from_b.keep[j]) {
+                        memcpy(pool_from_b.keep[j], cand.keep, g->n_tensors);
+                        pool_from_b.e[j] = e;
+                    }
+                }
             offer(&S, &cand, &e, name, fk, 0);
         }
         remat_plan_destroy(&cand);
     }
     sub.linearized = 0;
-    if (!fatal(st) && g->n_ops <= LADDER_MAX_OPS && P->o->budget_kind != REMAT_BUDGET_NONE) {
+    sub.dp_slots = P->o->dp_slots;
+    if (!fatal(st) && P->o->budget_kind != REMAT_BUDGET_NONE) {
         /* The ladder's scale: the store-all metric. */
         uint8_t *all = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
         remat_eval base;
+        start_pool sp;
+        pool_init(&sp);
         if (!all) {
             st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
         } else {
@@ -294,14 +781,35 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             st = remat__eval_keep(&Q, all, &base);
             remat__free(all);
         }
-        for (int k = 1; k <= LADDER && st == REMAT_OK && base.valid; k++) {
-            uint64_t b = (uint64_t)((double)base.metric * k / LADDER);
+        const uint64_t work = st == REMAT_OK ? search_work(g, Q.scratch.n) : 0;
+        if (st == REMAT_OK)
+            st = pool_build(&Q, &sp, &pool_from_b);
+        /* Point k may search until k/L of the work is spent: what lower
+         * points leave passes up, and no point's work depends on the
+         * budget (monotone, see the file comment). */
+        const uint32_t L = ladder_points(g->n_ops);
+        for (uint32_t k = 1; k <= L && st == REMAT_OK && base.valid; k++) {
+            uint64_t b = (uint64_t)((double)base.metric * k / L);
             if (b > P->o->budget)
                 break;
             sub.budget = b;
-            st = ladder_point(&S, &Q);
+            st = ladder_point(&S, &Q, &sp,
+                              g->n_ops <= LADDER_DTR_EVERY_OPS || (g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0),
+                              work / L * k);
         }
         sub.budget = P->o->budget;
+        pool_destroy(&sp);
+    }
+    pool_destroy(&pool_from_b);
+    if (!fatal(st))
+        st = remat__bound_extra(P, &S.lb, &S.lb_infeasible);
+    if (!fatal(st) && !S.lb_infeasible)
+        st = run_class_search(&S, &Q);
+    if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {
+        Q.incumbent = S.have ? &out->schedule : NULL;
+        Q.known_bound = S.lb;
+        st = run_exact(&S, &Q, &sub);
+        Q.incumbent = NULL;
     }
     P->evaluations += Q.evaluations;
     remat_schedule_destroy(&Q.scratch);
@@ -309,6 +817,12 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         return st;
     if (!S.have)
         return remat_err_set(P->err, REMAT_EINTERNAL, "auto: no strategy produced a plan");
-    return remat__plan_params(P, out, "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"candidates\": [%s]}",
-                              S.chosen, S.flips, S.tried);
+    char cert[160];
+    if ((st = certificate(P, &S, cert, sizeof cert)) != REMAT_OK)
+        return st;
+    return remat__plan_params(P, out,
+                              "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"local_search_evaluations\": %llu, "
+                              "\"local_search_replays\": %llu, \"local_search_skipped\": %llu, %s%s, \"candidates\": [%s]}",
+                              S.chosen, S.flips, (unsigned long long)S.ls_evals, (unsigned long long)S.ls_replays,
+                              (unsigned long long)S.ls_skipped, cert, S.exact_note, S.tried);
 }

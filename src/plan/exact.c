@@ -25,6 +25,14 @@
  * class, and the error names it (proved when the solver finishes, else the
  * best found and the bound).
  *
+ * Small graphs (issue 20): when class_search.c can take the graph, its
+ * optimum over the whole fixed-order class (which contains the program's)
+ * is returned, replayed, without building the program. Otherwise the warm
+ * start: the caller's incumbent (auto hands over its best plan; standalone,
+ * auto runs among the starting strategies) and bound.c's proven bound
+ * (valid for the program's class too); an incumbent that meets the bound
+ * closes the program without a solve.
+ *
  * Params: status ("optimal" when the bound meets the objective, else
  * "time_limit"; "outside_class" for the case above), objective (extra
  * FLOPs, replayed), bound, gap = (objective - bound) / objective, the
@@ -61,6 +69,7 @@ typedef struct {
     int finished;   /* branch and bound ran to the end */
     int have_sol;
     int warm_given, warm_accepted;
+    int warm_checked; /* the pool's best passed the row check and went to the solver */
     double obj, bound; /* model units; bound = -inf until known */
     double seconds;
     double deadline;
@@ -271,6 +280,7 @@ static remat_status solve_model(remat_planner *P, exact_model *M, exact_pool *po
         /* GLPK takes a heuristic solution without checking its rows: check
          * (the pool's best may come from a solve at another budget). */
         const double *warm = pool->have && remat__exact_max_violation(M, pool->x) <= 1e-7 ? pool->x : NULL;
+        r->warm_checked = warm != NULL;
         if (st == REMAT_OK && r->lp_done && !r->infeasible && remat__exact_now() < deadline)
             session_mip(&S, warm, deadline, sol);
         session_close(&S);
@@ -404,6 +414,42 @@ static remat_status trivial(remat_planner *P, remat_plan *out, const char *why, 
                               remat__exact_now() - t0, why);
 }
 
+/* The optimum of the fixed-order class when class_search.c can take the
+ * graph and a schedule of it fits: *ran = 1 and out holds it. Anything
+ * else leaves *ran = 0 (the program takes over). */
+static remat_status class_optimum(remat_planner *P, remat_plan *out, double t0, double limit, int *ran)
+{
+    remat_schedule cs;
+    remat_schedule_init(&cs);
+    uint64_t opt = 0;
+    int searched = 0;
+    *ran = 0;
+    remat_status st = remat__class_search(P, &cs, &opt, &searched);
+    remat_eval e;
+    if (st == REMAT_OK && searched && opt != UINT64_MAX && cs.n > 0)
+        st = remat__eval_schedule(P, &cs, &e);
+    else
+        searched = 0;
+    if (st == REMAT_OK && searched && remat__fits(P, &e) && e.extra_flops == opt) {
+        if ((st = remat__plan_alloc_keep(P, out)) == REMAT_OK) {
+            keep_of_schedule(P->a->g, &cs, out->keep);
+            out->schedule = cs;
+            remat_schedule_init(&cs);
+            *ran = 1;
+            st = remat__plan_params(
+                P, out,
+                "{\"status\": \"optimal\", \"objective\": %llu, \"bound\": %llu, \"gap\": 0, \"class\": "
+                "\"fixed-order (contains the program's)\", \"variables\": 0, \"constraints\": 0, \"stages\": %u, "
+                "\"solve_seconds\": 0, \"seconds\": %.3f, \"time_limit\": %g, \"solver\": \"class search\", "
+                "\"source\": \"class-search\", \"warm_start\": \"none\"}",
+                (unsigned long long)opt, (unsigned long long)opt, P->a->g->n_ops + P->a->n_bwd,
+                remat__exact_now() - t0, limit);
+        }
+    }
+    remat_schedule_destroy(&cs);
+    return st;
+}
+
 static remat_status exact_glpk(remat_planner *P, remat_plan *out)
 {
     const remat_plan_options *o = P->o;
@@ -431,6 +477,16 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
         return st;
     if (remat__fits(P, &e_all))
         return trivial(P, out, "store-all fits", t0);
+    /* Small graphs: the shortest-path search over the whole fixed-order
+     * class, which contains the program's class, finds the optimum of both
+     * in a fraction of a second where branch and bound needs seconds
+     * (issue 20). Its schedule, replayed, is returned with that claim. */
+    if (!P->in_exact && !P->incumbent && !o->exact_milp) {
+        int ran = 0;
+        st = class_optimum(P, out, t0, limit, &ran);
+        if (st != REMAT_OK || ran)
+            return st;
+    }
 
     exact_model M;
     exact_pool pool;
@@ -443,16 +499,37 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     int full = M.fwd_recompute, solved = vars <= EXACT_SOLVE_COLS;
     double fscale = M.fscale, solve_seconds = 0;
     const char *warm_state = "none";
-    if (st == REMAT_OK)
+    /* Warm start (issue 20): the caller's incumbent first (auto's best
+     * plan), and the best proven bound: the fixed-order class contains the
+     * program's, so its bound holds here too, and an incumbent that meets it
+     * needs no solver. */
+    uint64_t known = P->known_bound;
+    int known_infeasible = 0;
+    if (st == REMAT_OK && P->incumbent)
+        st = remat__exact_offer(P, &M, &pool, P->incumbent, "incumbent", NULL);
+    if (st == REMAT_OK && !known) {
+        uint64_t kb = 0;
+        st = remat__bound_extra(P, &kb, &known_infeasible);
+        known = known_infeasible ? 0 : kb;
+    }
+    int closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
+    if (st == REMAT_OK && !closed)
         st = remat__exact_greedy(P, &M, &pool, t0 + 0.15 * limit);
-    if (st == REMAT_OK)
+    if (st == REMAT_OK && !closed)
         st = remat__exact_strategies(P, &M, &pool, t0 + 0.25 * limit);
-    if (st == REMAT_OK && solved) {
+    closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;
+    if (closed)
+        warm_state = "closed by the bound: no solve";
+    if (st == REMAT_OK && solved && !closed) {
         /* Without a fitting plan yet, keep time to find the smallest budget
          * in case this one is infeasible. */
         st = solve_model(P, &M, &pool, pool.have ? deadline : t0 + 0.7 * limit, 1, &r0);
         solve_seconds += r0.seconds;
-        warm_state = r0.warm_given ? (r0.warm_accepted ? "accepted" : "not better") : pool.have ? "unused" : "none";
+        warm_state = r0.warm_given      ? (r0.warm_accepted ? "accepted" : "not better")
+                     : !pool.have       ? "none"
+                     : !r0.warm_checked ? "rejected: outside the program's rows"
+                     : r0.finished      ? "unused: solved before branching"
+                                        : "unused: stopped before branching";
         /* Over the budget by the solver's tolerance: lower the budget by the
          * overshoot and solve again (same columns), while time remains. */
         uint64_t budget = o->budget;
@@ -498,6 +575,8 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
                      : r0.finished && r0.have_sol && remat__fits(P, &r0.milp_e) ? objective
                      : r0.finished || r0.lp_done                                ? round_up_bound(r0.bound * fscale)
                                                                                 : 0;
+    if (!outside && known > bound)
+        bound = known;
     if (bound > objective)
         bound = objective; /* the solver's tolerances */
     double gap = objective ? (double)(objective - bound) / (double)objective : 0.0;
@@ -512,15 +591,16 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
             "{\"status\": \"%s\", \"objective\": %llu, \"bound\": %llu, \"gap\": %.6g, \"class\": \"%s\", "
             "\"variables\": %u, \"integer_variables\": %u, \"constraints\": %u, \"nonzeros\": %zu, \"stages\": %u, "
             "\"solve_seconds\": %.3f, \"seconds\": %.3f, \"time_limit\": %g, \"solver\": \"%s\", \"source\": \"%s\", "
-            "\"warm_start\": \"%s\", \"candidates\": %llu, \"resolves\": %u}",
+            "\"warm_start\": \"%s\", \"known_bound\": %llu, \"candidates\": %llu, \"resolves\": %u}",
             status, (unsigned long long)objective, (unsigned long long)bound, gap,
             full ? "full" : "no forward recompute", vars, ints, rows, nnz, g->n_ops + P->a->n_bwd, solve_seconds,
             remat__exact_now() - t0, limit,
-            !solved       ? "skipped: program too large"
+            closed        ? "not run: the incumbent meets the bound"
+            : !solved     ? "skipped: program too large"
             : r0.finished ? "finished"
             : r0.lp_done  ? "stopped in branch and bound"
                           : "stopped in the LP relaxation",
-            pool.source, warm_state, (unsigned long long)pool.offers, resolves);
+            pool.source, warm_state, (unsigned long long)known, (unsigned long long)pool.offers, resolves);
     }
     remat__exact_pool_destroy(&pool);
     return st;

@@ -286,22 +286,32 @@ remat_status remat__exact_round(remat_planner *P, exact_model *M, exact_pool *po
 
 remat_status remat__exact_strategies(remat_planner *P, exact_model *M, exact_pool *pool, double until)
 {
-    /* The table's warm starts (remat/plan.h): not auto (it runs exact) nor
-     * mincut (it ignores budgets). */
-    const remat_strategy_info *warm[64];
-    size_t n_warm = remat__strategies_ranked(1, warm, 64);
-    const char *names[64];
+    /* The table's warm starts (remat/plan.h), in warm_rank order; not
+     * mincut (it ignores budgets). auto (REMAT_STRATEGY_RUNS_OTHERS: every
+     * other strategy and its local search) is the incumbent's source, run
+     * here only when exact is not itself running inside auto (auto then
+     * hands its best plan over as P->incumbent), and told not to run exact. */
+    const remat_strategy_info *warm[65];
+    size_t n_warm = 0, n;
+    const remat_strategy_info *all = remat_plan_strategies(&n);
+    for (size_t i = 0; i < n && !n_warm; i++)
+        if (all[i].flags & REMAT_STRATEGY_RUNS_OTHERS)
+            warm[n_warm++] = &all[i];
+    n_warm += remat__strategies_ranked(1, warm + n_warm, 64);
+    const char *names[65];
     for (size_t i = 0; i < n_warm; i++)
         names[i] = warm[i]->name;
     remat_status st = REMAT_OK;
     for (size_t i = 0; i < n_warm && st == REMAT_OK; i++) {
         remat_strategy_fn fn = remat__strategy_lookup(names[i]);
-        if (!fn || remat__exact_now() >= until)
+        if (!fn || remat__exact_now() >= until ||
+            ((warm[i]->flags & REMAT_STRATEGY_RUNS_OTHERS) && (P->incumbent || P->in_exact)))
             continue;
         remat_plan_options sub = *P->o;
         sub.strategy = names[i];
         remat_planner Q = *P;
         Q.o = &sub;
+        Q.in_exact = 1;
         remat_err local;
         remat_err_init(&local);
         Q.err = &local;

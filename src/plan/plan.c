@@ -135,6 +135,17 @@ remat_status remat__eval_keep(remat_planner *P, const uint8_t *keep, remat_eval 
     return remat__eval_schedule(P, &P->scratch, e);
 }
 
+uint64_t remat__schedule_extra_flops(const remat_graph *g, const remat_schedule *s)
+{
+    uint64_t f = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ins[i].kind == REMAT_I_RECOMPUTE && s->ins[i].arg < g->n_ops) {
+            uint64_t x = g->ops[s->ins[i].arg].flops;
+            f = f > UINT64_MAX - x ? UINT64_MAX : f + x;
+        }
+    return f;
+}
+
 /* What the budget caps: the logical metric, or the static arena in arena
  * mode (issue 11). A candidate judged without remat__eval_schedule has no
  * arena (0): its metric, a lower bound of the arena, stands in, and

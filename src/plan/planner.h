@@ -16,6 +16,14 @@ typedef struct remat_planner {
     remat_err *err;
     remat_schedule scratch;
     uint64_t evaluations; /* replays run, for the plan's params */
+    /* auto -> exact (issue 20): the best plan any strategy found (NULL:
+     * none), which exact offers its solver as the first incumbent, and a
+     * proven lower bound on extra FLOPs for the fixed-order class (0: none;
+     * remat__bound_extra). in_exact: set while exact runs auto for its
+     * incumbent, so that auto does not run exact in turn. */
+    const remat_schedule *incumbent;
+    uint64_t known_bound;
+    int in_exact;
     int quick;            /* a seed, not an answer (auto's ladder starts): sqrtn and chen-greedy judge only
                            * the paper's candidates over a coarse threshold grid */
 } remat_planner;
@@ -42,6 +50,11 @@ remat_status remat__eval_schedule(remat_planner *P, const remat_schedule *s, rem
  * its schedule while making it (DTR's cursor). */
 void remat__eval_result(const remat_planner *P, const remat_replay_result *r, remat_eval *e);
 int remat__fits(const remat_planner *P, const remat_eval *e);
+/* The FLOPs of s's RECOMPUTE instructions (saturating): what the replay
+ * reports as extra FLOPs for a valid schedule, without replaying it, so a
+ * search can reject a candidate that recomputes more before judging its
+ * memory. O(instructions). tests/check_bound.c checks it against replays. */
+uint64_t remat__schedule_extra_flops(const remat_graph *g, const remat_schedule *s);
 /* 1 if x is preferable to y: fits when y does not; among fitting, fewer
  * extra FLOPs then lower metric; among non-fitting, lower metric. */
 int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y);
@@ -75,6 +88,21 @@ remat_strategy_fn remat__strategy_lookup(const char *name);
  * REMAT_STRATEGY_WARM_START (warm = 1), in auto_rank or warm_rank order;
  * returns how many went to out (at most cap). */
 size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_t cap);
+
+/* A proven lower bound on the extra FLOPs of every schedule that runs the
+ * FWD and BWD steps in the analysis's order (any RECOMPUTE and FREE between
+ * them) within P's budget (bound.c). *infeasible = 1 (and *lb = UINT64_MAX)
+ * when no such schedule fits; no budget gives 0. O((ops + refs) log tensors)
+ * and one replay of the store-all schedule. */
+remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible);
+
+/* The least extra FLOPs over every schedule of that class within P's
+ * budget, by a shortest-path search over (step, resident activations), and
+ * a schedule that reaches it (class_search.c). Runs only when
+ * (steps + 1) * 2^activations is at most 2^22 (*ran = 0 otherwise, and
+ * nothing else is touched); *opt = UINT64_MAX when no schedule of the
+ * class fits. The schedule is still to be replayed by the caller. */
+remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);

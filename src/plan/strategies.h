@@ -21,6 +21,8 @@
 #define REMAT__A REMAT_STRATEGY_AUTO
 #define REMAT__S REMAT_STRATEGY_LOCAL_START
 #define REMAT__W REMAT_STRATEGY_WARM_START
+#define REMAT__F REMAT_STRATEGY_BUDGET_FREE
+#define REMAT__H REMAT_STRATEGY_AUTO_HEAVY
 #define REMAT__P REMAT_STRATEGY_PAPER
 
 /* X(name, function, summary, options it reads, flags, auto_rank,
@@ -30,22 +32,22 @@
       "the default: every applicable strategy plus a local search; least extra FLOPs within the budget",            \
       "time_limit", REMAT_STRATEGY_RUNS_OTHERS, 0, 0)                                                               \
     X("store-all", remat__strategy_store_all,                                                                        \
-      "keep every activation (no recomputation): the baseline and the upper bound on memory", "", REMAT__M | REMAT__A | REMAT__S, 1, 0)  \
+      "keep every activation (no recomputation): the baseline and the upper bound on memory", "", REMAT__M | REMAT__A | REMAT__S | REMAT__F, 1, 0)  \
     X("sqrtn", remat__strategy_sqrtn,                                                                                \
       "Chen et al. 2016: about sqrt(n) segments, keep their boundaries, replay a segment in backward",              \
-      "segments linearized chen_reading", REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P, 2, 3)   \
+      "segments linearized chen_reading", REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P, 2, 3)           \
     X("chen-greedy", remat__strategy_chen_greedy,                                                                    \
       "Chen et al.'s greedy segmenting by accumulated bytes, searching the threshold", "linearized chen_reading",  \
-      REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P, 3, 4)                                        \
+      REMAT__M | REMAT__L | REMAT__A | REMAT__S | REMAT__W | REMAT__P | REMAT__H, 3, 4)                            \
     X("revolve", remat__strategy_revolve,                                                                            \
       "Griewank and Walther's binomial checkpointing over the block chain, slots from the budget", "", REMAT__M | REMAT__A | REMAT__W,  \
       4, 1)                                                                                                          \
     X("chain-dp", remat__strategy_chain_dp,                                                                          \
       "Beaumont et al.'s optimal dynamic program over the chain of blocks: measured per-stage costs and bytes",     \
-      "dp_step dp_slots", REMAT__M | REMAT__A | REMAT__W, 6, 2)                                                                          \
+      "dp_step dp_slots", REMAT__M | REMAT__A | REMAT__W | REMAT__H, 6, 2)                                                                          \
     X("mincut", remat__strategy_mincut,                                                                              \
       "AOTAutograd-style minimum cut: least saved bytes, never recomputing costly ops (no budget)",                 \
-      "never_recompute", REMAT__M | REMAT__A | REMAT__S, 5, 0)                                                                           \
+      "never_recompute", REMAT__M | REMAT__A | REMAT__S | REMAT__F, 5, 0)                                                                           \
     X("exact", remat__strategy_exact,                                                                                \
       "Checkmate-style mixed-integer program (GLPK): least extra FLOPs within the budget, with a time limit",        \
       "time_limit", REMAT__M | REMAT__A | REMAT_STRATEGY_SMALL_ONLY, 7, 0)                                                        \

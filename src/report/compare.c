@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -117,6 +118,11 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
         row->extra_flops = r.flops_recompute;
         double base = (double)r.flops_forward + (double)r.flops_backward;
         row->overhead = base > 0 ? (double)r.flops_recompute / base : 0;
+        const char *lb = plan.params_json ? strstr(plan.params_json, "\"lower_bound\": ") : NULL;
+        if (st == REMAT_OK && lb && lb[15] >= '0' && lb[15] <= '9') {
+            row->has_bound = 1;
+            row->lower_bound = strtoull(lb + 15, NULL, 10);
+        }
         remat_err aerr;
         remat_err_init(&aerr);
         if (with_alloc && alloc_figures(a, &sub, &plan, row, &aerr) != REMAT_OK) {
@@ -254,7 +260,11 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                                  (unsigned long long)r->extra_flops, r->overhead,
                                  (unsigned long long)r->best_fit_high_water, (unsigned long long)r->fragmentation,
                                  (unsigned long long)r->arena_bytes);
-            else {
+            if (r->has_bound)
+                remat_buf_printf(&b, ", \"lower_bound\": %llu, \"gap_flops\": %llu",
+                                 (unsigned long long)r->lower_bound,
+                                 (unsigned long long)(r->extra_flops - r->lower_bound));
+            if (!r->replayed) {
                 remat_buf_puts(&b, ", \"error\": ");
                 remat_buf_json_str(&b, r->message);
             }
@@ -279,6 +289,22 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                                  (unsigned long long)r->fragmentation, (unsigned long long)r->arena_bytes);
             else
                 remat_buf_printf(&b, "%-28s %-8s %s\n", name, status_word(r), r->message);
+        }
+        /* The certificate: no schedule that runs the steps in the graph's
+         * order needs fewer extra FLOPs than the bound at this budget. */
+        for (size_t i = 0; i < n; i++) {
+            const remat_compare_row *r = &rows[i];
+            if (!r->has_bound)
+                continue;
+            double base = r->overhead > 0 ? (double)r->extra_flops / r->overhead : 0;
+            if (r->extra_flops == r->lower_bound)
+                remat_buf_printf(&b, "%s is optimal: lower bound %llu extra FLOPs (fixed-order class)\n",
+                                 r->strategy, (unsigned long long)r->lower_bound);
+            else
+                remat_buf_printf(&b, "%s's lower bound: %llu extra FLOPs (fixed-order class), gap %.2f pp of "
+                                     "overhead\n",
+                                 r->strategy, (unsigned long long)r->lower_bound,
+                                 base > 0 ? 100.0 * (double)(r->extra_flops - r->lower_bound) / base : 0.0);
         }
     }
     return remat_buf_finish(&b, len, err, "comparison");

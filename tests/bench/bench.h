@@ -18,6 +18,7 @@ int bench_plan_chain(const char *remat);
 int bench_plan_dag(const char *remat);
 int bench_bundled(const char *remat);
 int bench_trace(const char *remat);
+int bench_auto(const char *remat);
 int bench_peers(const char *remat);
 
 #endif

@@ -382,6 +382,8 @@ static const bench benches[] = {
     {"chain", "planning time on chains of 10^2, 10^3, 10^4 stages and sqrtn/chen-greedy at 10^5 ops", bench_plan_chain},
     {"dag", "planning time of auto, dtr and mincut on generated DAGs of 10^3, 10^4, 10^5 ops", bench_plan_dag},
     {"bundled", "every strategy on every bundled graph at 0.7 of the store-all activation peak", bench_bundled},
+    {"auto", "auto's time per size and family against its goals, its plans against the recorded baseline",
+     bench_auto},
     {"trace", "trace building and each writer on 10^5-op graphs (store-all)", bench_trace},
     {"resnet50", "ResNet-50: export and plan times; checkpointing every block (P, E) against auto at P",
      bench_resnet50},

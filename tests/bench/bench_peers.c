@@ -242,6 +242,22 @@ static void one_graph(const char *dir, const char *file, const ref_row *refs, in
         }
         printf("\n");
     }
+    /* auto's certificate at each budget (issue 20): the gap between its
+     * plan and the proven lower bound, in percentage points of overhead. */
+    printf("  %-28s", "auto's gap (pp; 0 = optimal)");
+    for (int b = 0; b < nb; b++) {
+        char cell[40] = "-";
+        for (size_t i = 0; i < nr[b]; i++) {
+            const remat_compare_row *x = &rows[b][i];
+            if (!x->has_bound || x->status != REMAT_OK)
+                continue;
+            double base = x->overhead > 0 ? (double)x->extra_flops / x->overhead : 0;
+            snprintf(cell, sizeof cell, "%.3f",
+                     base > 0 ? 100.0 * (double)(x->extra_flops - x->lower_bound) / base : 0.0);
+        }
+        printf(" %16s", cell);
+    }
+    printf("\n");
     for (int b = 0; b < nb; b++)
         if (bref[b])
             printf("  Checkmate at %.3f GB (README): sqrt(n) %s, greedy %s\n", (double)budgets[b] / 1e9,

@@ -1,0 +1,286 @@
+/*
+ * check_bound.c - auto's certificate (src/plan/bound.c) and the shortcut of
+ * its local search, against the replay.
+ *
+ * 1. The lower bound never exceeds the replayed extra FLOPs of any
+ *    strategy's plan, on random graphs of the executor oracle's generator
+ *    (views, multi-output ops, workspaces, explicit saves, ops that cannot
+ *    be recomputed), generated layered DAGs and chains, and bundled graphs,
+ *    at budgets from tight to loose, for both budget kinds; where it calls
+ *    a budget infeasible no strategy meets it; auto's params carry the same
+ *    figure and a gap that matches its plan.
+ * 2. The extra FLOPs the local search reads off a built schedule (to reject
+ *    a flip without replaying it) equal the replay's, over random keep sets.
+ * check_exact.c compares the bound with the optimum of an exhaustive search
+ * over every schedule of the class on tiny graphs.
+ */
+#include "test_util.h"
+#include "oracle.h"
+#include "plan/planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static remat_analysis *load_json(const char *json, size_t len, remat_graph **g)
+{
+    remat_err err;
+    remat_err_init(&err);
+    *g = NULL;
+    ck_assert_msg(remat_graph_load_json(json, len, "t.json", g, &err) == REMAT_OK, "%s\n%s", err.msg, json);
+    remat_analysis *a = NULL;
+    ck_assert_msg(remat_analyze(*g, &a, &err) == REMAT_OK, "%s", err.msg);
+    return a;
+}
+
+static remat_analysis *load_gen(const remat_gen_opts *o, remat_graph **g)
+{
+    remat_err err;
+    remat_err_init(&err);
+    size_t len;
+    char *json = remat_gen_json(o, &len, &err);
+    ck_assert_msg(json != NULL, "%s", err.msg);
+    remat_analysis *a = load_json(json, len, g);
+    remat_free(json);
+    return a;
+}
+
+static uint64_t the_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, int *infeasible)
+{
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.budget_kind = kind;
+    o.budget = budget;
+    remat_err err;
+    remat_err_init(&err);
+    remat_planner P;
+    memset(&P, 0, sizeof P);
+    P.a = a;
+    P.o = &o;
+    P.err = &err;
+    uint64_t lb = 0;
+    ck_assert_msg(remat__bound_extra(&P, &lb, infeasible) == REMAT_OK, "%s", err.msg);
+    return lb;
+}
+
+static uint64_t store_all_metric(const remat_analysis *a, remat_budget_kind kind)
+{
+    remat_schedule s;
+    remat_schedule_init(&s);
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_schedule_store_all(a, &s, &err), REMAT_OK);
+    remat_replay_result r;
+    ck_assert_int_eq(remat_replay(a, &s, NULL, NULL, &r, &err), REMAT_OK);
+    uint64_t m = kind == REMAT_BUDGET_ACTIVATION ? r.activation_peak : r.peak_bytes;
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    return m;
+}
+
+/* A number field of params ("lower_bound": 123); -1 when absent or null. */
+static double param_num(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = json ? strstr(json, pat) : NULL;
+    if (!p || p[strlen(pat)] == 'n' || p[strlen(pat)] == '"')
+        return -1;
+    return strtod(p + strlen(pat), NULL);
+}
+
+typedef struct {
+    unsigned plans, tight, infeasible, positive;
+} tally;
+
+/* Every strategy at a few budgets: the bound is at most each plan's
+ * replayed extra FLOPs. exact and auto get a short time limit. */
+static void check_graph(const remat_analysis *a, const char *what, tally *tl)
+{
+    size_t ns;
+    const remat_strategy_info *si = remat_plan_strategies(&ns);
+    static const double fr[] = {0.3, 0.55, 0.8, 0.97};
+    for (int kk = 0; kk < 2; kk++) {
+        remat_budget_kind kind = kk ? REMAT_BUDGET_ACTIVATION : REMAT_BUDGET_TOTAL;
+        uint64_t top = store_all_metric(a, kind);
+        for (size_t f = 0; f < sizeof fr / sizeof fr[0]; f++) {
+            uint64_t budget = (uint64_t)((double)top * fr[f]);
+            int infeasible = 0;
+            uint64_t lb = the_bound(a, kind, budget, &infeasible);
+            tl->infeasible += infeasible;
+            tl->positive += !infeasible && lb > 0;
+            for (size_t i = 0; i < ns; i++) {
+                const int slow = strcmp(si[i].name, "exact") == 0 || strcmp(si[i].name, "auto") == 0;
+                if (slow && a->g->n_ops > 40)
+                    continue;
+                remat_plan_options o;
+                remat_plan_options_init(&o);
+                o.strategy = si[i].name;
+                o.budget_kind = kind;
+                o.budget = budget;
+                o.time_limit = 0.2;
+                remat_plan plan;
+                remat_replay_result r;
+                remat_err err;
+                remat_err_init(&err);
+                remat_status st = remat_plan_make(a, &o, &plan, &r, &err);
+                if (st == REMAT_OK) {
+                    ck_assert_msg(!infeasible, "%s: the bound calls %s budget %llu infeasible, but %s meets it", what,
+                                  kk ? "activation" : "total", (unsigned long long)budget, si[i].name);
+                    ck_assert_msg(lb <= r.flops_recompute,
+                                  "%s, %s budget %llu: bound %llu above %s's replayed %llu extra FLOPs", what,
+                                  kk ? "activation" : "total", (unsigned long long)budget, (unsigned long long)lb,
+                                  si[i].name, (unsigned long long)r.flops_recompute);
+                    tl->plans++;
+                    tl->tight += lb == r.flops_recompute;
+                    if (strcmp(si[i].name, "auto") == 0) {
+                        /* The certificate: the same bound, and "optimal"
+                         * exactly when the plan meets it. */
+                        double plb = param_num(plan.params_json, "lower_bound");
+                        ck_assert_msg(plb >= (double)lb, "%s: auto's lower_bound %.0f below bound.c's %llu (%s)",
+                                      what, plb, (unsigned long long)lb, plan.params_json);
+                        ck_assert_msg(plb <= (double)r.flops_recompute, "%s: auto's lower_bound %.0f above its %llu",
+                                      what, plb, (unsigned long long)r.flops_recompute);
+                        int opt = strstr(plan.params_json, "\"gap\": \"optimal\"") != NULL;
+                        ck_assert_msg(opt == (plb == (double)r.flops_recompute), "%s: gap and bound disagree: %s",
+                                      what, plan.params_json);
+                    }
+                } else {
+                    ck_assert_msg(st == REMAT_EINFEASIBLE || st == REMAT_EUNSUPPORTED, "%s: %s: %s", what,
+                                  si[i].name, err.msg);
+                }
+                if (st == REMAT_OK || (st == REMAT_EINFEASIBLE && r.recompute_counts)) {
+                    remat_replay_result_destroy(&r);
+                    remat_plan_destroy(&plan);
+                }
+            }
+        }
+    }
+}
+
+START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs)
+{
+    uint64_t seed = 2020 + (uint64_t)_i * 7919;
+    char *json = malloc(1 << 16);
+    ck_assert(json);
+    tally tl = {0, 0, 0, 0};
+    for (int k = 0; k < 5; k++) {
+        spec G;
+        spec_generate(&seed, &G);
+        size_t len = spec_json(&G, json, 1 << 16);
+        remat_graph *g;
+        remat_analysis *a = load_json(json, len, &g);
+        char what[64];
+        snprintf(what, sizeof what, "random graph %d.%d", _i, k);
+        check_graph(a, what, &tl);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    free(json);
+    printf("bound on random graphs (%d): %u plans, %u met the bound, %u budgets with a positive bound, %u "
+           "infeasible\n",
+           _i, tl.plans, tl.tight, tl.positive, tl.infeasible);
+    ck_assert_uint_gt(tl.plans, 0);
+    ck_assert_uint_gt(tl.positive, 0);
+}
+END_TEST
+
+START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_generated_families)
+{
+    tally tl = {0, 0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        remat_gen_opts o;
+        remat_gen_opts_init(&o, k == 2 ? REMAT_GEN_CHAIN : REMAT_GEN_LAYERED);
+        if (k == 2) {
+            o.ops = 30;
+            o.random = true;
+            o.seed = 11;
+        } else {
+            o.width = 3;
+            o.layers = 4 + (uint32_t)k;
+            o.seed = 1 + (uint64_t)k;
+        }
+        remat_graph *g;
+        remat_analysis *a = load_gen(&o, &g);
+        check_graph(a, g->name, &tl);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    static const char *const bundled[] = {"hetchain12", "resnet8", "transformer4", "unet3"};
+    for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
+        char path[256];
+        remat_graph *g = NULL;
+        remat_err err;
+        remat_err_init(&err);
+        snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
+        ck_assert_msg(remat_graph_load_file(path, &g, &err) == REMAT_OK, "%s", err.msg);
+        remat_analysis *a = NULL;
+        ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+        check_graph(a, bundled[i], &tl);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    printf("bound on generated and bundled graphs: %u plans, %u met the bound, %u budgets with a positive bound\n",
+           tl.plans, tl.tight, tl.positive);
+    ck_assert_uint_gt(tl.positive, 0);
+}
+END_TEST
+
+/* The local search's shortcut: the FLOPs of a built schedule's RECOMPUTEs
+ * are what the replay reports, for random keep sets of random graphs. */
+START_TEST(search_should_read_the_replays_extra_flops_off_the_schedule)
+{
+    uint64_t seed = 77;
+    char *json = malloc(1 << 16);
+    ck_assert(json);
+    unsigned checked = 0, nonzero = 0;
+    for (int k = 0; k < 40; k++) {
+        spec G;
+        spec_generate(&seed, &G);
+        size_t len = spec_json(&G, json, 1 << 16);
+        remat_graph *g;
+        remat_analysis *a = load_json(json, len, &g);
+        uint8_t *keep = calloc(g->n_tensors, 1);
+        ck_assert(keep);
+        for (int flip = 0; flip < 20; flip++) {
+            for (uint32_t t = 0; t < g->n_tensors; t++)
+                keep[t] = oracle_rnd(&seed, 3) == 0;
+            remat_schedule s;
+            remat_schedule_init(&s);
+            remat_err err;
+            remat_err_init(&err);
+            remat_status st = remat_schedule_from_keep(a, keep, &s, &err);
+            if (st == REMAT_OK) {
+                remat_replay_result r;
+                ck_assert_int_eq(remat_replay(a, &s, NULL, NULL, &r, &err), REMAT_OK);
+                ck_assert_msg(r.valid, "%s", err.msg);
+                ck_assert_uint_eq(remat__schedule_extra_flops(g, &s), r.flops_recompute);
+                checked++;
+                nonzero += r.flops_recompute > 0;
+                remat_replay_result_destroy(&r);
+            } else {
+                ck_assert_int_eq(st, REMAT_EINFEASIBLE);
+            }
+            remat_schedule_destroy(&s);
+        }
+        free(keep);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    free(json);
+    ck_assert_uint_gt(checked, 100);
+    ck_assert_uint_gt(nonzero, 50);
+}
+END_TEST
+
+Suite *bound_suite(void)
+{
+    Suite *s = suite_create("bound");
+    TCase *tc = tcase_create("bound");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs, 0, 4);
+    tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
+    tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
+    suite_add_tcase(s, tc);
+    return s;
+}
