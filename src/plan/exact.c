@@ -342,6 +342,18 @@ static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budge
         else if (st == REMAT_OK && r.lp_done)
             proven = round_up_bound(r.bound * M.unit);
     }
+    /* Out of time before that solve (a loaded machine) or no better plan
+     * from it: the smallest keep set offered is the best effort, so the
+     * figure the message names is a plan the caller gets. */
+    if (st == REMAT_OK && out->schedule.n == 0 && bp->have_keep && bp->keep_e.metric == found) {
+        remat_err local;
+        remat_err_init(&local);
+        st = remat_schedule_from_keep(P->a, bp->keep, &out->schedule, &local);
+        if (st != REMAT_OK)
+            st = remat_err_set(P->err, st, "%s", local.msg);
+        else if ((st = remat__plan_alloc_keep(P, out)) == REMAT_OK)
+            memcpy(out->keep, bp->keep, P->a->g->n_tensors);
+    }
     /* Every schedule ends with the optimizer step, whose figure is fixed. */
     if (st == REMAT_OK && proven < M.c_opt)
         proven = M.c_opt;
