@@ -48,7 +48,10 @@ normalize() {
 # One command at a time, in README order (a later command may read what an
 # earlier one wrote); a command whose output README does not show is run,
 # not compared.
-for cmd in $(ls "$T"/c.*.cmd | sort -t. -k2,2n -k3,3n); do
+# Sorted on the file names alone: mktemp's directory name has a dot of its
+# own, which would shift sort's fields and put command 10 before command 9.
+for name in $(cd "$T" && ls c.*.cmd | sort -t. -k2,2n -k3,3n); do
+    cmd=$T/$name
     base=${cmd%.cmd}
     (cd "$T/run" && sh -c "$(cat "$cmd")") >"$base.got" 2>&1
     [ -s "$base.want" ] || continue
