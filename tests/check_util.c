@@ -47,6 +47,25 @@ static void read_back(const char *path, const char *want)
     remat__free(text);
 }
 
+START_TEST(grow_should_double_to_the_need_and_refuse_overflow)
+{
+    int *a = NULL;
+    size_t cap = 0;
+    ck_assert(remat__grow((void **)&a, &cap, 1, sizeof *a));
+    ck_assert_uint_eq(cap, 64);            /* the first capacity */
+    ck_assert(remat__grow((void **)&a, &cap, 64, sizeof *a));
+    ck_assert_uint_eq(cap, 64);            /* enough already: no growth */
+    ck_assert(remat__grow((void **)&a, &cap, 1000, sizeof *a));
+    ck_assert_uint_eq(cap, 1024);          /* 64 doubled four times */
+    a[999] = 7;
+    int *before = a;
+    ck_assert(!remat__grow((void **)&a, &cap, SIZE_MAX / 2, sizeof *a)); /* bytes overflow size_t */
+    ck_assert(!remat__grow((void **)&a, &cap, SIZE_MAX, 1));             /* doubling overflows */
+    ck_assert(a == before && cap == 1024 && a[999] == 7);                /* unchanged on refusal */
+    remat__free(a);
+}
+END_TEST
+
 START_TEST(write_should_create_files_with_the_mode_the_umask_allows)
 {
     /* A new output is 0666 less the umask, as any tool's would be, not the
@@ -378,6 +397,7 @@ Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
     TCase *w = tcase_create("write");
+    tcase_add_test(w, grow_should_double_to_the_need_and_refuse_overflow);
     tcase_add_test(w, write_should_create_files_with_the_mode_the_umask_allows);
     tcase_add_test(w, write_should_keep_the_mode_of_a_file_it_replaces);
     tcase_add_test(w, write_should_leave_nothing_when_it_cannot_write);

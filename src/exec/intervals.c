@@ -44,29 +44,12 @@ static int fail(recorder *R, remat_status st, size_t index, const char *fmt, ...
     return 1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 1;
-    size_t n = *cap ? *cap : 128;
-    while (n < need)
-        n *= 2;
-    if (n > SIZE_MAX / size)
-        return 0;
-    void *q = remat__realloc(*p, n * size);
-    if (!q)
-        return 0;
-    *p = q;
-    *cap = n;
-    return 1;
-}
-
 static int push_event(recorder *R, uint32_t e, size_t index)
 {
     remat__intervals *o = R->out;
     if (!(R->keep & REMAT__IV_EVENTS))
         return 0;
-    if (!grow((void **)&o->events, &R->cap_ev, o->n_events + 1, sizeof *o->events))
+    if (!remat__grow((void **)&o->events, &R->cap_ev, o->n_events + 1, sizeof *o->events))
         return fail(R, REMAT_ENOMEM, index, "out of memory");
     o->events[o->n_events++] = e;
     return 0;
@@ -77,7 +60,7 @@ static int open_interval(recorder *R, const remat__interval *v, size_t index, ui
     remat__intervals *o = R->out;
     if (o->n >= (size_t)INT32_MAX)
         return fail(R, REMAT_ENOMEM, index, "more than 2^31 allocations");
-    if (!grow((void **)&o->iv, &R->cap_iv, o->n + 1, sizeof *o->iv))
+    if (!remat__grow((void **)&o->iv, &R->cap_iv, o->n + 1, sizeof *o->iv))
         return fail(R, REMAT_ENOMEM, index, "out of memory");
     *k = (uint32_t)o->n;
     o->iv[o->n] = *v;

@@ -45,23 +45,6 @@ static int rec_fail(recorder *R, remat_status code, const char *what)
     return 1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 1;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    if (n > SIZE_MAX / size)
-        return 0;
-    void *q = remat__realloc(*p, n * size);
-    if (!q)
-        return 0;
-    *p = q;
-    *cap = n;
-    return 1;
-}
-
 /* Records that step s reads tensor x (saved: a BWD step's saves). The
  * storage's open interval owns the use. A tensor read twice by one op
  * (mul(x, x)) is one use. */
@@ -75,8 +58,8 @@ static int record_use(recorder *R, size_t s, uint32_t x, int saved)
     if (t->n_uses && t->uses[t->n_uses - 1].step == s && R->use_iv[t->n_uses - 1] == iv - 1 &&
         t->uses[t->n_uses - 1].tensor == x)
         return 0;
-    if (!grow((void **)&t->uses, &R->use_cap, t->n_uses + 1, sizeof *t->uses) ||
-        !grow((void **)&R->use_iv, &R->use_iv_cap, t->n_uses + 1, sizeof *R->use_iv))
+    if (!remat__grow((void **)&t->uses, &R->use_cap, t->n_uses + 1, sizeof *t->uses) ||
+        !remat__grow((void **)&R->use_iv, &R->use_iv_cap, t->n_uses + 1, sizeof *R->use_iv))
         return rec_fail(R, REMAT_ENOMEM, "out of memory recording uses");
     t->uses[t->n_uses] = (remat_trace_use){s, x, (uint8_t)saved};
     R->use_iv[t->n_uses] = iv - 1;
@@ -171,7 +154,7 @@ static remat_status sweep(remat_trace *t, remat_trace_interval **tr, size_t *n_t
             }
             if (hw[c] == cur[c])
                 continue;
-            if (!grow((void **)tr, &cap, *n_tr + 1, sizeof **tr)) {
+            if (!remat__grow((void **)tr, &cap, *n_tr + 1, sizeof **tr)) {
                 st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the trace");
                 goto out;
             }

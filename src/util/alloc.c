@@ -77,3 +77,23 @@ void remat_free(void *p)
 {
     free(p);
 }
+
+int remat__grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 1;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return 0;
+        n *= 2;
+    }
+    if (n > SIZE_MAX / size)
+        return 0;
+    void *q = remat__realloc(*p, n * size);
+    if (!q)
+        return 0;
+    *p = q;
+    *cap = n;
+    return 1;
+}

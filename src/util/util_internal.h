@@ -21,6 +21,10 @@ void remat__free(void *p);
 char *remat__strdup(const char *s);
 /* calloc of count*size with the product checked; NULL on overflow too. */
 void *remat__array(size_t count, size_t size);
+/* Grows the array *p of *cap elements of size bytes, doubling from 64, until
+ * it holds need; returns 1, or 0 (array and *cap unchanged) when out of
+ * memory or the size overflows. Amortised O(1) per appended element. */
+int remat__grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* Test hook: allocation number n (1-based, counted from this call) of the
  * calling thread fails; n = 0 turns injection off. Returns the number of
