@@ -113,6 +113,8 @@ typedef struct remat_ledger_config {
     uint64_t bucket_bytes;      /* 0: communication bucket size in bytes ... */
     uint64_t bucket_elements;   /* 0: ... or in elements of the comm dtype (at most one nonzero) */
     uint64_t prefetch;          /* 0: buckets resident besides the one in flight */
+    uint64_t persist_threshold; /* 0: ZeRO 3 stage3_param_persistence_threshold in elements; a param of at
+                                 * most this many stays gathered (DeepSpeed's default is 1e5) */
     uint64_t workspace;         /* 0: framework workspace bytes (cuBLAS, NCCL, ...) */
     uint64_t reserve;           /* 0: allocator fragmentation reserve bytes */
 } remat_ledger_config;

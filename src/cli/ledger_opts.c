@@ -106,6 +106,12 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_min8 = 1;
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
+    case REMAT_LOPT_STAGE3_PERSIST:
+        if (remat_ledger_parse_count(arg, "--stage3-persistence", &cfg->persist_threshold, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        L->shard.persist_threshold = cfg->persist_threshold;
+        L->have_persist = 1;
+        break;
     case REMAT_LOPT_STAGE3_PREFETCH:
     case REMAT_LOPT_STAGE3_MAX_LIVE:
     case REMAT_LOPT_FIRST_BUCKET: {
@@ -139,9 +145,12 @@ int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L)
     if (cfg->adafactor_beta1 && cfg->optimizer != REMAT_LEDGER_ADAFACTOR)
         return remat_cli_usage_error(cmd, "--adafactor-beta1 applies to --optimizer adafactor only (not %s)",
                                      remat_ledger_optimizer_name(cfg->optimizer));
-    if ((L->have_prefetch || L->have_max_live) && cfg->zero_stage != 3)
+    if ((L->have_prefetch || L->have_max_live || L->have_persist) && cfg->zero_stage != 3)
         return remat_cli_usage_error(cmd, "%s applies to --zero 3 only (not --zero %u)",
-                                     L->have_prefetch ? "--stage3-prefetch" : "--stage3-max-live", cfg->zero_stage);
+                                     L->have_prefetch    ? "--stage3-prefetch"
+                                     : L->have_max_live ? "--stage3-max-live"
+                                                        : "--stage3-persistence",
+                                     cfg->zero_stage);
     return REMAT_EXIT_OK;
 }
 
@@ -167,7 +176,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     /* Weights and gradients are checked unsharded against the graph; the
      * sharding below divides them as the engines do. */
     remat_ledger_result whole = r;
-    if (r.zero_stage >= 2) {
+    if (r.zero_stage >= 1) { /* stages 1-2 pad the weights, stage 3 shards them */
         remat_ledger_config c0 = L->cfg;
         c0.zero_stage = 0;
         if ((st = remat_ledger_from_graph(&c0, g, &whole, &err)) != REMAT_OK)

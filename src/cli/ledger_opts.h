@@ -37,7 +37,8 @@ enum {
     REMAT_LOPT_ADAFACTOR_BETA1,
     REMAT_LOPT_STAGE3_PREFETCH,
     REMAT_LOPT_STAGE3_MAX_LIVE,
-    REMAT_LOPT_FIRST_BUCKET
+    REMAT_LOPT_FIRST_BUCKET,
+    REMAT_LOPT_STAGE3_PERSIST
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -60,7 +61,8 @@ enum {
     {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1},       \
     {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
     {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
-    {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET}
+    {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET},      \
+    {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST}
 
 typedef struct remat_cli_ledger {
     remat_ledger_config cfg;
@@ -69,7 +71,7 @@ typedef struct remat_cli_ledger {
     /* Sharded data parallel (--dp N >= 2): the rank the planning commands
      * replay, built by remat_cli_ledger_extras. */
     remat_shard_config shard;
-    int have_prefetch, have_max_live;
+    int have_prefetch, have_max_live, have_persist;
     int sharded;
     remat_sharding sh;
 } remat_cli_ledger;

@@ -1,0 +1,184 @@
+/*
+ * check_deepspeed.c - DeepSpeed ZeRO as the engine implements it: the
+ * padding of its partitions, the persistence threshold, Adam's step state,
+ * optimizer offload and the JSON config (graphs/README.md, "Sharded data
+ * parallel" and "DeepSpeed").
+ *
+ * Oracles are worked by hand from the rules in DeepSpeed's source (commit
+ * 38327e0): stage_1_and_2.py pads the flat group to a multiple of
+ * nccl_start_alignment_factor (2) x dp; partition_parameters.py pads each
+ * param to a multiple of dp and keeps ceil(E / dp) elements on each rank;
+ * parameter_offload.py keeps params of at most
+ * stage3_param_persistence_threshold elements gathered. The ledger and the
+ * replay are then checked against those figures and against each other.
+ */
+#include "exec_util.h"
+#include "remat/ledger.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Four bf16 params of 1, 1, 1 and 14 elements (Psi = 17), each read by its
+ * own op in a chain. */
+static const char *const ODD =
+    "{\"format\": \"remat-graph\", \"version\": 1, \"name\": \"odd\","
+    " \"inputs\": [{\"id\": \"x\", \"bytes\": 64}],"
+    " \"params\": [{\"id\": \"p1\", \"bytes\": 2, \"dtype\": \"bf16\"}, {\"id\": \"p2\", \"bytes\": 2, \"dtype\": \"bf16\"},"
+    "              {\"id\": \"p3\", \"bytes\": 2, \"dtype\": \"bf16\"}, {\"id\": \"p4\", \"bytes\": 28, \"dtype\": \"bf16\"}],"
+    " \"ops\": [{\"id\": \"a\", \"op\": \"matmul\", \"inputs\": [\"x\", \"p1\"], \"bytes\": 64, \"flops\": 10},"
+    "          {\"id\": \"b\", \"op\": \"matmul\", \"inputs\": [\"a\", \"p2\"], \"bytes\": 64, \"flops\": 10},"
+    "          {\"id\": \"c\", \"op\": \"matmul\", \"inputs\": [\"b\", \"p3\"], \"bytes\": 64, \"flops\": 10},"
+    "          {\"id\": \"d\", \"op\": \"matmul\", \"inputs\": [\"c\", \"p4\"], \"bytes\": 4, \"flops\": 10}],"
+    " \"outputs\": [\"d\"]}";
+
+typedef struct {
+    uint64_t weights, grads, states, master; /* bytes per rank at OPT */
+    uint64_t comm;                           /* elements per rank per step */
+} rank_figures;
+
+/* The ledger (mixed-precision Adam: bf16 weights and gradients, f32 moments
+ * and master) and a store-all replay of the same rank; both must equal
+ * `want`, and so each other. */
+static void check_rank(const remat_analysis *a, const remat_graph *g, uint32_t z, uint64_t dp,
+                       uint64_t persist, const rank_figures *want)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat_ledger_config lc;
+    remat_ledger_config_init(&lc);
+    lc.weights = REMAT_LEDGER_DT_BF16;
+    lc.states = lc.master = REMAT_LEDGER_DT_F32;
+    lc.zero_stage = z;
+    lc.dp = dp;
+    lc.persist_threshold = persist;
+    remat_ledger_result lr;
+    ck_assert_int_eq(remat_ledger_from_graph(&lc, g, &lr, &err), REMAT_OK);
+    ck_assert_msg(lr.weights.bytes == want->weights, "zero %u: ledger weights %llu, by hand %llu", z,
+                  (unsigned long long)lr.weights.bytes, (unsigned long long)want->weights);
+    ck_assert_uint_eq(lr.gradients.bytes, want->grads);
+    ck_assert_uint_eq(lr.optimizer_state.bytes, want->states);
+    ck_assert_uint_eq(lr.master_weights.bytes, want->master);
+    ck_assert_uint_eq(lr.comm_elements, want->comm);
+
+    remat_shard_config sc;
+    remat_shard_config_init(&sc, z, dp);
+    sc.persist_threshold = persist;
+    remat_sharding sh;
+    ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+    remat_exec_extras x = {0};
+    x.optimizer_state = lr.optimizer_state.bytes;
+    x.master_weights = lr.master_weights.bytes;
+    x.sharding = &sh;
+    remat_schedule s;
+    build_keep(a, NULL, &s);
+    remat_replay_result r;
+    ck_assert_int_eq(remat_replay(a, &s, &x, NULL, &r, &err), REMAT_OK);
+    ck_assert_msg(r.valid, "zero %u: %s", z, err.msg);
+    const uint64_t *at = r.at_opt_by_category;
+    ck_assert_msg(at[REMAT_CAT_PARAMS] == want->weights, "zero %u: replay weights %llu, by hand %llu", z,
+                  (unsigned long long)at[REMAT_CAT_PARAMS], (unsigned long long)want->weights);
+    ck_assert_uint_eq(at[REMAT_CAT_PARAM_GRADS], want->grads);
+    ck_assert_uint_eq(at[REMAT_CAT_OPTIMIZER_STATE], want->states);
+    ck_assert_uint_eq(at[REMAT_CAT_MASTER_WEIGHTS], want->master);
+    ck_assert_msg(r.comm_elements == want->comm, "zero %u: replay comm %llu, by hand %llu", z,
+                  (unsigned long long)r.comm_elements, (unsigned long long)want->comm);
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    remat_sharding_destroy(&sh);
+}
+
+/* Psi = 17 over dp = 4, by hand:
+ *   stages 1-2: 17 padded to a multiple of 2 x 4 = 8 is 24; each rank's
+ *     partition is 6 elements: Adam 2 x 6 x 4 B = 48 B, master 6 x 4 = 24 B;
+ *     every rank holds the padded bit16 group, 24 x 2 = 48 B; gradients stay
+ *     whole at stage 1 (17 x 2 = 34 B) and are the 6-element partition at
+ *     stage 2 (12 B). The flat ceil(17/4) = 5 would give 40 B and 20 B.
+ *   stage 3: each param padded to 4: ceil(1/4) x 3 + ceil(14/4) = 3 + 4 = 7
+ *     elements per rank: weights and gradients 14 B, Adam 56 B, master 28 B.
+ *   communication: 2 Psi = 34 at stages 0-2; 3 Psi = 51 at stage 3 (real
+ *     elements; the padding moves too but is not counted). */
+START_TEST(deepspeed_should_pad_as_the_engine_pads)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(ODD, &g);
+    const rank_figures want[4] = {
+        {34, 34, 136, 68, 34}, {48, 34, 48, 24, 34}, {48, 12, 48, 24, 34}, {14, 14, 56, 28, 51}};
+    for (uint32_t z = 0; z <= 3; z++)
+        check_rank(a, g, z, 4, 0, &want[z]);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* stage3_param_persistence_threshold = 1 over dp = 4: p1, p2, p3 (one
+ * element each) are persistent. By hand, per rank: each keeps its
+ * partition (1) and its gathered whole padded to 4 (4): 3 x 5 = 15, plus
+ * p4's partition 4: 19 elements, 38 B of weights; gradients, Adam and
+ * master are partitioned as before (7 elements). Communication: p4 is
+ * gathered in forward and in backward (2 x 14), the persistent params once
+ * after the step (3), and the gradients reduce-scattered (17): 48. Only
+ * p4's unit is ever gathered: 16 padded elements, 32 B. */
+START_TEST(deepspeed_should_keep_persistent_params_gathered)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(ODD, &g);
+    const rank_figures want = {38, 14, 56, 28, 48};
+    check_rank(a, g, 3, 4, 1, &want);
+    /* The schedule: only d's unit in forward and backward, the persistent
+     * units after OPT. */
+    remat_shard_config sc;
+    remat_shard_config_init(&sc, 3, 4);
+    sc.persist_threshold = 1;
+    remat_sharding sh;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+    remat_schedule s, full;
+    build_keep(a, NULL, &s);
+    remat_schedule_init(&full);
+    ck_assert_int_eq(remat_schedule_shard(&sh, &s, &full, &err), REMAT_OK);
+    char text[1024] = "";
+    for (size_t i = 0; i < full.n; i++) {
+        remat_instr in = full.ins[i];
+        if (in.kind < REMAT_I_ALLGATHER && in.kind != REMAT_I_OPT)
+            continue;
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof text - n, "%s%s %s", n ? ", " : "", remat_instr_name((remat_instr_kind)in.kind),
+                 in.kind == REMAT_I_OPT ? "" : in.kind == REMAT_I_REDUCE_SCATTER ? "b" : g->ops[in.arg].id);
+    }
+    ck_assert_str_eq(text, "ALLGATHER d, RELEASE d, ALLGATHER d, RELEASE d, REDUCE_SCATTER b, OPT , "
+                           "ALLGATHER a, ALLGATHER b, ALLGATHER c");
+    remat_exec_extras x = {0};
+    x.sharding = &sh;
+    remat_replay_result r;
+    ck_assert_int_eq(remat_replay(a, &full, &x, NULL, &r, &err), REMAT_OK);
+    ck_assert_msg(r.valid, "%s", err.msg);
+    ck_assert_uint_eq(r.category_peak[REMAT_CAT_GATHERED_PARAMS], 32);
+    remat_replay_result_destroy(&r);
+    /* Gathering a persistent param's unit before the step is refused. */
+    remat_schedule bad;
+    remat_schedule_init(&bad);
+    ck_assert_int_eq(remat_schedule_push(&bad, REMAT_I_ALLGATHER, 0), REMAT_OK);
+    ck_assert_int_eq(remat_replay(a, &bad, &x, NULL, &r, &err), REMAT_OK);
+    ck_assert(!r.valid);
+    ck_assert_ptr_nonnull(strstr(err.msg, "holds only persistent params"));
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&bad);
+    remat_schedule_destroy(&full);
+    remat_schedule_destroy(&s);
+    remat_sharding_destroy(&sh);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+Suite *deepspeed_suite(void)
+{
+    Suite *s = suite_create("deepspeed");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, deepspeed_should_pad_as_the_engine_pads);
+    tcase_add_test(tc, deepspeed_should_keep_persistent_params_gathered);
+    suite_add_tcase(s, tc);
+    return s;
+}
