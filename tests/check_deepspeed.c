@@ -172,6 +172,123 @@ START_TEST(deepspeed_should_keep_persistent_params_gathered)
 }
 END_TEST
 
+static remat_ledger_result ledger_of(const remat_graph *g, uint32_t z, uint64_t dp, remat_ledger_step step,
+                                     uint64_t sub_group, bool offload)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat_ledger_config lc;
+    remat_ledger_config_init(&lc);
+    lc.weights = REMAT_LEDGER_DT_BF16;
+    lc.states = lc.master = REMAT_LEDGER_DT_F32;
+    lc.zero_stage = z;
+    lc.dp = dp;
+    lc.step = step;
+    lc.sub_group = sub_group;
+    lc.offload_optimizer = offload;
+    remat_ledger_result r;
+    ck_assert_int_eq(remat_ledger_from_graph(&lc, g, &r, &err), REMAT_OK);
+    return r;
+}
+
+/* Adam's step counters, 4 B each, by hand on the odd graph: without ZeRO
+ * one per param (4 params: 16 B); ZeRO 1/2 hand the optimizer one flat
+ * partition (4 B); ZeRO 3 one per sub group: partitions 1, 1, 1, 4 with
+ * sub_group_size 2 close a group at p2 (2) and at p4 (1 + 4): 2 groups, 8 B;
+ * with the default 1e9, one. HOST puts them on the host line, DEVICE in the
+ * optimizer state (Adam's 136 B without ZeRO, 48 B at ZeRO 1, 56 B at ZeRO 3
+ * per check_rank's figures), NONE nowhere. */
+START_TEST(deepspeed_should_count_adam_step_where_it_lives)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(ODD, &g);
+    remat_ledger_result r = ledger_of(g, 0, 1, REMAT_LEDGER_STEP_HOST, 1000000000, false);
+    ck_assert_uint_eq(r.step_tensors, 4);
+    ck_assert_uint_eq(r.host.bytes, 16);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 136);
+    r = ledger_of(g, 0, 1, REMAT_LEDGER_STEP_DEVICE, 1000000000, false);
+    ck_assert_uint_eq(r.host.bytes, 0);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 136 + 16);
+    r = ledger_of(g, 1, 4, REMAT_LEDGER_STEP_DEVICE, 1000000000, false);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 48 + 4);
+    r = ledger_of(g, 3, 4, REMAT_LEDGER_STEP_DEVICE, 2, false);
+    ck_assert_uint_eq(r.step_tensors, 2);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 56 + 8);
+    r = ledger_of(g, 3, 4, REMAT_LEDGER_STEP_HOST, 1000000000, false);
+    ck_assert_uint_eq(r.step_tensors, 1);
+    ck_assert_uint_eq(r.host.bytes, 4);
+    r = ledger_of(g, 3, 4, REMAT_LEDGER_STEP_NONE, 2, false);
+    ck_assert_uint_eq(r.host.bytes, 0);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 56);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* offload_optimizer {device: cpu} on the odd graph over 4 ranks, by hand:
+ *   stages 1-2: the 6-element fp32 partition on the host: Adam 48 B, master
+ *     24 B, its fp32 gradient 24 B, the step counter 4 B: 100 B; the device
+ *     keeps no gradients, state or master at OPT; per step the gradient
+ *     partition goes down (6 x 4 B) and the bf16 weights come up (6 x 2 B):
+ *     12 elements, 36 B.
+ *   stage 3: the 7-element partition: 56 + 28 + gradients in bf16 14 + 4 =
+ *     102 B on the host; 14 elements, 7 x 2 + 7 x 2 = 28 B cross.
+ * The replay of the same rank agrees at OPT, and its peak is lower than
+ * without offload by at least the device state moved (Adam and master). */
+START_TEST(deepspeed_should_offload_the_optimizer_to_the_host)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(ODD, &g);
+    remat_err err;
+    remat_err_init(&err);
+    static const uint64_t host[4] = {0, 100, 100, 102}, moved[4] = {0, 12, 12, 14}, bytes[4] = {0, 36, 36, 28};
+    for (uint32_t z = 1; z <= 3; z++) {
+        remat_ledger_result r = ledger_of(g, z, 4, REMAT_LEDGER_STEP_HOST, 1000000000, true);
+        ck_assert_msg(r.host.bytes == host[z], "zero %u: host %llu, by hand %llu", z, (unsigned long long)r.host.bytes,
+                      (unsigned long long)host[z]);
+        ck_assert_uint_eq(r.offload_elements, moved[z]);
+        ck_assert_uint_eq(r.offload_bytes, bytes[z]);
+        ck_assert_uint_eq(r.optimizer_state.bytes + r.master_weights.bytes + r.gradients.bytes, 0);
+        remat_ledger_result on = ledger_of(g, z, 4, REMAT_LEDGER_STEP_HOST, 1000000000, false);
+        uint64_t peaks[2];
+        for (int off = 0; off < 2; off++) {
+            const remat_ledger_result *l = off ? &r : &on;
+            remat_shard_config sc;
+            remat_shard_config_init(&sc, z, 4);
+            sc.offload_optimizer = off;
+            remat_sharding sh;
+            ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+            remat_exec_extras x = {0};
+            x.optimizer_state = l->optimizer_state.bytes;
+            x.master_weights = l->master_weights.bytes;
+            x.sharding = &sh;
+            remat_schedule s;
+            build_keep(a, NULL, &s);
+            remat_replay_result rr;
+            ck_assert_int_eq(remat_replay(a, &s, &x, NULL, &rr, &err), REMAT_OK);
+            ck_assert_msg(rr.valid, "%s", err.msg);
+            ck_assert_uint_eq(rr.at_opt_by_category[REMAT_CAT_PARAM_GRADS], l->gradients.bytes);
+            ck_assert_uint_eq(rr.at_opt_by_category[REMAT_CAT_OPTIMIZER_STATE], l->optimizer_state.bytes);
+            ck_assert_uint_eq(rr.at_opt_by_category[REMAT_CAT_PARAMS], l->weights.bytes);
+            peaks[off] = rr.peak_bytes;
+            remat_replay_result_destroy(&rr);
+            remat_schedule_destroy(&s);
+            remat_sharding_destroy(&sh);
+        }
+        ck_assert_uint_ge(peaks[0], peaks[1] + on.optimizer_state.bytes + on.master_weights.bytes);
+    }
+    /* Without ZeRO there is no DeepSpeed optimizer to offload. */
+    remat_ledger_config lc;
+    remat_ledger_config_init(&lc);
+    lc.offload_optimizer = true;
+    remat_ledger_result r;
+    ck_assert_int_eq(remat_ledger_from_graph(&lc, g, &r, &err), REMAT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "offload_optimizer: DeepSpeed offloads the optimizer of ZeRO stages 1-3"));
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *deepspeed_suite(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -179,6 +296,8 @@ Suite *deepspeed_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, deepspeed_should_pad_as_the_engine_pads);
     tcase_add_test(tc, deepspeed_should_keep_persistent_params_gathered);
+    tcase_add_test(tc, deepspeed_should_count_adam_step_where_it_lives);
+    tcase_add_test(tc, deepspeed_should_offload_the_optimizer_to_the_host);
     suite_add_tcase(s, tc);
     return s;
 }

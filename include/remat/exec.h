@@ -249,6 +249,9 @@ typedef struct remat_shard_config {
     uint64_t persist_threshold;     /* stage 3: stage3_param_persistence_threshold; a param of at most this
                                      * many elements stays gathered the whole step (0: none; DeepSpeed's
                                      * default is 1e5) */
+    int offload_optimizer;          /* stages 1-3: offload_optimizer {device: cpu}: the gradient partition is on
+                                     * the host, so REDUCE_SCATTER frees the bucket's gradients (stage 1 too)
+                                     * and allocates no partition on the device */
 } remat_shard_config;
 
 /* Sets the defaults above for stage and dp. */

@@ -77,6 +77,26 @@ typedef enum {
     REMAT_LEDGER_OPTIMIZER_COUNT
 } remat_ledger_optimizer;
 
+/* Where Adam's `step` counter lives (Adam and AdamW only; the other
+ * optimizers keep none, or a Python number):
+ *   HOST: torch.optim.Adam/AdamW in PyTorch 1.13 with capturable=False (the
+ *     default) keep torch.tensor(0.), a 4-byte f32 tensor on the CPU, per
+ *     tensor the optimizer steps: on the host line, not on the device;
+ *   DEVICE: capturable=True or fused=True put that 4-byte tensor on the
+ *     param's device (and so does training on the CPU): in optimizer_state;
+ *   NONE: DeepSpeed's FusedAdam and DeepSpeedCPUAdam keep a Python int
+ *     (deepspeed/ops/adam/fused_adam.py, cpu_adam.py): no tensor.
+ * The tensors the optimizer steps: every trainable param without ZeRO; one
+ * flat fp32 partition per rank at stages 1-2 (stage_1_and_2.py hands the
+ * optimizer single_partition_of_fp32_groups, one per param group: remat
+ * has one group); one per sub group at stage 3 (stage3.py
+ * _create_fp16_sub_groups: partitions added until sub_group_size). */
+typedef enum {
+    REMAT_LEDGER_STEP_HOST = 0,
+    REMAT_LEDGER_STEP_DEVICE,
+    REMAT_LEDGER_STEP_NONE
+} remat_ledger_step;
+
 /* The ledger's lines, in report order. Names ("weights", "gradients",
  * "optimizer_state", "master_weights", "frozen", "comm_buffers", "workspace",
  * "fragmentation_reserve") are the JSON keys. */
@@ -115,6 +135,10 @@ typedef struct remat_ledger_config {
     uint64_t prefetch;          /* 0: buckets resident besides the one in flight */
     uint64_t persist_threshold; /* 0: ZeRO 3 stage3_param_persistence_threshold in elements; a param of at
                                  * most this many stays gathered (DeepSpeed's default is 1e5) */
+    remat_ledger_step step;     /* HOST: where Adam's step counters live (see remat_ledger_step) */
+    uint64_t sub_group;         /* 1e9: ZeRO 3 sub_group_size, elements of partitions per optimizer group */
+    bool offload_optimizer;     /* false: ZeRO 1-3 offload_optimizer {device: cpu}: optimizer state, master
+                                 * and the gradient partition live on the host (see remat_ledger_result) */
     uint64_t workspace;         /* 0: framework workspace bytes (cuBLAS, NCCL, ...) */
     uint64_t reserve;           /* 0: allocator fragmentation reserve bytes */
 } remat_ledger_config;
@@ -142,6 +166,17 @@ typedef struct remat_ledger_result {
     remat_ledger_line weights, gradients, optimizer_state, master_weights, frozen;
     remat_ledger_line comm_buffers, workspace, fragmentation_reserve;
     uint64_t total_bytes;        /* sum of the eight lines' bytes */
+    /* Host memory of this rank (not in total_bytes, which is the device's):
+     * Adam's step counters (HOST), and with offload_optimizer the optimizer
+     * state, the master copy and the gradient partition (stages 1-2: f32,
+     * DeepSpeed's single_partition_of_fp32_groups[i].grad; stage 3: in the
+     * gradients' precision, grad_partitions_flat_buffer), whose device lines
+     * are then 0. host.elements counts their elements, host.dtype is NONE. */
+    remat_ledger_line host;
+    uint64_t step_tensors;       /* tensors the optimizer steps (Adam's step counters) */
+    /* Offload transfers per step (not collectives): the gradient partition
+     * down to the host, the updated weight partition back up. */
+    uint64_t offload_elements, offload_bytes;
     /* Communication per step per device (not memory: not in total_bytes). */
     uint64_t comm_elements, comm_bytes;
     remat_ledger_dtype comm_dtype;
@@ -190,6 +225,7 @@ uint64_t remat_ledger_bytes_at(const remat_ledger_result *r, remat_ledger_catego
  *   {"source", "optimizer", "zero_stage", "dp", "params": {"trainable", "frozen"},
  *    "dtypes": {...}, "categories": {name: bytes, ...}, "elements": {name: elements, ...},
  *    "communication": {"elements_per_step", "bytes_per_step", "dtype"},
+ *    "host": {"elements", "bytes", "step_tensors"}, "offload": {"elements_per_step", "bytes_per_step"},
  *    "total_bytes", "assumptions": [...], "excluded": [...]}
  * Returns a NUL-terminated string the caller frees with remat_free; NULL
  * with REMAT_ENOMEM. O(1). */

@@ -106,6 +106,24 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_min8 = 1;
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
+    case REMAT_LOPT_ADAM_STEP:
+        if (!strcmp(arg, "host"))
+            cfg->step = REMAT_LEDGER_STEP_HOST;
+        else if (!strcmp(arg, "device"))
+            cfg->step = REMAT_LEDGER_STEP_DEVICE;
+        else if (!strcmp(arg, "none"))
+            cfg->step = REMAT_LEDGER_STEP_NONE;
+        else
+            return remat_cli_usage_error(cmd, "--adam-step: '%s' is not host, device or none", arg);
+        break;
+    case REMAT_LOPT_SUB_GROUP:
+        if (remat_ledger_parse_count(arg, "--sub-group-size", &cfg->sub_group, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        break;
+    case REMAT_LOPT_OFFLOAD_OPTIMIZER:
+        cfg->offload_optimizer = true;
+        L->shard.offload_optimizer = 1;
+        break;
     case REMAT_LOPT_STAGE3_PERSIST:
         if (remat_ledger_parse_count(arg, "--stage3-persistence", &cfg->persist_threshold, &err) != REMAT_OK)
             return remat_cli_usage_error(cmd, "%s", err.msg);
@@ -179,6 +197,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     if (r.zero_stage >= 1) { /* stages 1-2 pad the weights, stage 3 shards them */
         remat_ledger_config c0 = L->cfg;
         c0.zero_stage = 0;
+        c0.offload_optimizer = false;
         if ((st = remat_ledger_from_graph(&c0, g, &whole, &err)) != REMAT_OK)
             return remat_cli_fail(&err);
     }
@@ -207,6 +226,9 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
                                      "param's size (%llu B in all)",
                                      remat_ledger_dtype_name(r.gradients.dtype),
                                      (unsigned long long)whole.gradients.bytes, (unsigned long long)graph_weights);
+    L->host_bytes = r.host.bytes;
+    L->offload_elements = r.offload_elements;
+    L->offload_bytes = r.offload_bytes;
     x->optimizer_state = r.optimizer_state.bytes;
     x->master_weights = r.master_weights.bytes;
     /* The ledger's frozen line holds the graph's frozen params too; the
@@ -273,6 +295,11 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
             (unsigned long long)r->comm_elements, (unsigned long long)r->comm_bytes, r->n_collectives,
             sh->psi ? (double)r->comm_elements / (double)sh->psi : 0.0, (unsigned long long)(dp - 1),
             (unsigned long long)dp, (unsigned long long)ring);
+    if (L->offload_elements)
+        fprintf(f, "offload     optimizer state, master and gradient partition on the host (%llu B, not in the "
+                   "peak); %llu elements = %llu B cross PCIe per step\n",
+                (unsigned long long)L->host_bytes, (unsigned long long)L->offload_elements,
+                (unsigned long long)L->offload_bytes);
 }
 
 int remat_cli_apply_reserve(const char *cmd, remat_plan_options *o, uint64_t reserve)

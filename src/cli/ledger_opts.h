@@ -38,7 +38,10 @@ enum {
     REMAT_LOPT_STAGE3_PREFETCH,
     REMAT_LOPT_STAGE3_MAX_LIVE,
     REMAT_LOPT_FIRST_BUCKET,
-    REMAT_LOPT_STAGE3_PERSIST
+    REMAT_LOPT_STAGE3_PERSIST,
+    REMAT_LOPT_ADAM_STEP,
+    REMAT_LOPT_SUB_GROUP,
+    REMAT_LOPT_OFFLOAD_OPTIMIZER
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -62,7 +65,10 @@ enum {
     {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
     {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
     {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET},      \
-    {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST}
+    {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST},       \
+    {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \
+    {"sub-group-size", required_argument, NULL, REMAT_LOPT_SUB_GROUP},                \
+    {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER}
 
 typedef struct remat_cli_ledger {
     remat_ledger_config cfg;
@@ -74,6 +80,8 @@ typedef struct remat_cli_ledger {
     int have_prefetch, have_max_live, have_persist;
     int sharded;
     remat_sharding sh;
+    /* What the ledger put on the host, and the offload transfers per step. */
+    uint64_t host_bytes, offload_elements, offload_bytes;
 } remat_cli_ledger;
 
 void remat_cli_ledger_init(remat_cli_ledger *L);

@@ -150,15 +150,18 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
     remat_status st = count_comm(R, (in.kind == REMAT_I_ALLREDUCE ? 2 : 1) * sh->bucket_elements[b]);
     if (st != REMAT_OK)
         return st;
+    /* Stages 2-3 free the bucket's gradients into the partition; with the
+     * optimizer offloaded every stage frees them once copied to the host. */
+    int frees = stage >= 2 || sh->cfg.offload_optimizer;
     uint64_t whole = 0;
-    if (stage >= 2)
+    if (frees)
         for (uint32_t t = 0; t < g->n_tensors; t++)
             if (sh->bucket_of[t] == b)
                 whole += g->tensors[t].logical_bytes; /* each counted in R->total */
     if ((st = remat__replay_step_end(R, in, R->total - whole)) != REMAT_OK)
         return st;
     /* Stages 2-3: the whole gradients now live in the partition. */
-    for (uint32_t t = 0; stage >= 2 && t < g->n_tensors; t++) {
+    for (uint32_t t = 0; frees && t < g->n_tensors; t++) {
         if (sh->bucket_of[t] != b)
             continue;
         R->grad[t] = 0;

@@ -167,7 +167,7 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
     }
     out->weight_bytes = weights;
     out->frozen_bytes = frozen;
-    out->grad_partition_bytes = cfg->stage >= 2 ? part : 0;
+    out->grad_partition_bytes = cfg->stage >= 2 && !cfg->offload_optimizer ? part : 0;
     for (uint64_t r = 0; r < dp; r++) {
         uint64_t lo = r * P; /* r < dp, P * dp < psi + 2dp: no overflow */
         out->rank_elements[r] = lo >= out->psi ? 0 : (out->psi - lo < P ? out->psi - lo : P);

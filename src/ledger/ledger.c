@@ -19,7 +19,7 @@
  * ZeRO-3 partitions like any other param). Frozen whole-model copies (a
  * reference or teacher) are separate models and are never sharded here.
  */
-#include "remat/ledger.h"
+#include "ledger_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,21 +41,18 @@ typedef struct {
     uint64_t persist;      /* ZeRO 3: elements of the persistent params (at most cfg->persist_threshold each) */
     uint64_t persist_w;    /* ZeRO 3: their gathered wholes, padded to dp (ceil(E / dp) x dp), trainable */
     uint64_t persist_f;    /* ZeRO 3: the same, frozen */
+    uint64_t n_tensors;    /* trainable param tensors (Adam's step counters without ZeRO) */
+    uint64_t n_groups;     /* ZeRO 3 sub groups of the rank's partitions (sub_group_size) */
+    uint64_t group_fill;   /* elements in the sub group being filled */
     remat_ledger_dtype graph_dtype; /* the params' common dtype, AUTO if none is given */
 } census;
 
 /* ---- notes and checked arithmetic ---- */
 
-static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
+void remat__ledger_note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
 {
-    /* The lists are sized for the worst case of this file's notes; the guard
-     * keeps a future note from writing past them. */
+    /* The lists are sized for the worst case of the ledger's notes; the
+     * guard keeps a future note from writing past them. */
     if (*n >= REMAT_LEDGER_MAX_NOTES)
         return;
     va_list ap;
@@ -65,8 +62,8 @@ static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *f
     (*n)++;
 }
 
-#define ASSUME(r, ...) note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
-#define EXCLUDE(r, ...) note((r)->excluded, &(r)->n_excluded, __VA_ARGS__)
+#define ASSUME(r, ...) remat__ledger_note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
+#define EXCLUDE(r, ...) remat__ledger_note((r)->excluded, &(r)->n_excluded, __VA_ARGS__)
 
 static int mul(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
 {
@@ -463,6 +460,9 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     if (tf32)
         ASSUME(r, "tf32 is a compute mode: tf32 arrays are stored as 4-byte f32");
 
+    if (!remat__ledger_host(cfg, c->n_tensors, c->n_groups, r, err))
+        return err->code;
+
     uint64_t total = 0;
     for (int k = 0; k < REMAT_LEDGER_CATEGORY_COUNT; k++)
         if (!add(total, remat_ledger_line_of(r, (remat_ledger_category)k)->bytes, &total, err, "total bytes"))
@@ -493,6 +493,7 @@ void remat_ledger_config_init(remat_ledger_config *cfg)
     cfg->optimizer = REMAT_LEDGER_ADAM;
     cfg->block = REMAT_LEDGER_DEFAULT_BLOCK;
     cfg->min_8bit = REMAT_LEDGER_DEFAULT_MIN_8BIT;
+    cfg->sub_group = 1000000000; /* DeepSpeed sub_group_size */
 }
 
 remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n, remat_ledger_result *out,
@@ -510,6 +511,7 @@ remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n,
                              "(use --graph with param shapes)");
     census c = {.trainable = n, .graph_dtype = REMAT_LEDGER_DT_AUTO};
     c.s3_trainable = cfg->dp > 1 ? ceil_div(n, cfg->dp) : n; /* one flat tensor, one param */
+    c.n_tensors = c.n_groups = 1;
     if (!persist_add(cfg, &c, n, c.s3_trainable, 0))
         return remat_err_set(err, REMAT_EOVERFLOW, "--params: the persistent param's gathered copy exceeds 2^64-1");
     /* One flat tensor of n elements. */
@@ -649,6 +651,12 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
                 return remat_err_set(err, REMAT_EGRAPH, "graph: frozen param elements exceed 2^64-1");
             continue;
         }
+        /* ZeRO 3's sub groups (stage3.py _create_fp16_sub_groups): partitions
+         * are added to a group until it holds sub_group_size elements. */
+        c.n_tensors++;
+        if (c.group_fill == 0)
+            c.n_groups++;
+        c.group_fill = c.group_fill + e3 >= cfg->sub_group || c.group_fill + e3 < e3 ? 0 : c.group_fill + e3;
         if (!remat_u64_add(c.s3_trainable, e3, &c.s3_trainable) || !remat_u64_add(c.trainable, e, &c.trainable))
             return remat_err_set(err, REMAT_EGRAPH, "graph: trainable param elements exceed 2^64-1");
         if (cfg->optimizer == REMAT_LEDGER_ADAFACTOR) {
