@@ -289,6 +289,78 @@ START_TEST(deepspeed_should_offload_the_optimizer_to_the_host)
 }
 END_TEST
 
+static remat_status ds_read(const char *text, remat_ds_config *c, remat_err *err)
+{
+    remat_err_init(err);
+    return remat_ledger_ds_read(text, strlen(text), "ds.json", c, err);
+}
+
+/* DeepSpeed's defaults for absent keys (config.py), the keys a config
+ * gives, and refusals that name the key's path. */
+START_TEST(deepspeed_should_read_its_config)
+{
+    remat_ds_config c;
+    remat_err err;
+    ck_assert_int_eq(ds_read("{}", &c, &err), REMAT_OK);
+    ck_assert_uint_eq(c.stage, 0);
+    ck_assert_uint_eq(c.reduce_bucket_size, 500000000);
+    ck_assert_uint_eq(c.prefetch_bucket_size, 50000000);
+    ck_assert_uint_eq(c.max_live_parameters, 1000000000);
+    ck_assert_uint_eq(c.persistence_threshold, 100000);
+    ck_assert_uint_eq(c.sub_group_size, 1000000000);
+    ck_assert(c.contiguous_gradients && !c.overlap_comm && !c.offload_optimizer);
+    ck_assert_int_eq(c.weights, REMAT_LEDGER_DT_F32);
+    ck_assert_uint_eq(c.has, 0);
+    ck_assert_int_eq(ds_read("{\"fp16\": {\"enabled\": true, \"loss_scale\": 0},"
+                             " \"optimizer\": {\"type\": \"Adam\", \"params\": {\"torch_adam\": true}},"
+                             " \"zero_optimization\": {\"stage\": 3, \"stage3_max_live_parameters\": 3e6,"
+                             " \"prefetch_bucket_size\": 1000, \"cpu_offload\": false},"
+                             " \"activation_checkpointing\": {\"partition_activations\": true,"
+                             " \"number_checkpoints\": 4}}",
+                             &c, &err),
+                     REMAT_OK);
+    ck_assert_uint_eq(c.stage, 3);
+    ck_assert(c.overlap_comm); /* stage 3's default */
+    ck_assert_uint_eq(c.max_live_parameters, 3000000);
+    ck_assert_uint_eq(c.prefetch_bucket_size, 1000);
+    ck_assert_int_eq(c.weights, REMAT_LEDGER_DT_F16);
+    ck_assert_int_eq(c.step, REMAT_LEDGER_STEP_HOST); /* torch_adam: torch.optim's tensor step */
+    ck_assert(c.partition_activations && c.number_checkpoints == 4);
+    ck_assert_uint_eq(c.has & (REMAT_DS_HAS_STAGE | REMAT_DS_HAS_MAX_LIVE | REMAT_DS_HAS_PREFETCH),
+                      REMAT_DS_HAS_STAGE | REMAT_DS_HAS_MAX_LIVE | REMAT_DS_HAS_PREFETCH);
+    static const struct {
+        const char *text, *path, *msg;
+    } bad[] = {
+        {"{\"zero_optimization\": {\"stage\": 2, \"bucket\": 1}}", "zero_optimization.bucket", "unknown key"},
+        {"{\"zero_optimization\": {\"stage\": 2.5}}", "zero_optimization.stage", "whole number"},
+        {"{\"zero_optimization\": {\"stage\": 1, \"stage\": 2}}", "zero_optimization.stage", "given twice"},
+        {"{\"zero_optimization\": {\"offload_param\": {\"device\": \"cpu\"}}}",
+         "zero_optimization.offload_param.device", "not modelled yet"},
+        {"{\"zero_optimization\": {\"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.5}}}",
+         "zero_optimization.offload_optimizer.ratio", "partial offload"},
+        {"{\"zero_optimization\": {\"zero_quantized_weights\": true}}", "zero_optimization.zero_quantized_weights",
+         "ZeRO++"},
+        {"{\"zero_optimization\": {\"prefetch_bucket_size\": 1, \"stage3_prefetch_bucket_size\": 2}}",
+         "zero_optimization", "the same setting"},
+        {"{\"bf16\": {\"enabled\": true}, \"fp16\": {\"enabled\": true}}", "fp16.enabled", "both enabled"},
+        {"{\"optimizer\": {\"type\": \"Lamb\"}}", "optimizer.type", "'Lamb' is not modelled"},
+        {"{\"activation_checkpointing\": {\"cpu_checkpointing\": 1}}", "activation_checkpointing.cpu_checkpointing",
+         "true or false"},
+        {"{\"train_micro_batch_size_per_gpu\": \"auto\"}", "train_micro_batch_size_per_gpu", "Hugging Face"},
+        {"{\"zero_optimisation\": {}}", "zero_optimisation", "unknown key"},
+        {"[]", "", "must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(ds_read(bad[i].text, &c, &err), REMAT_EPARSE);
+        ck_assert_msg(strstr(err.msg, bad[i].msg) && strcmp(err.loc.path, bad[i].path) == 0, "%s: %s (path '%s')",
+                      bad[i].text, err.msg, err.loc.path);
+        ck_assert_str_eq(err.loc.file, "ds.json");
+    }
+    ck_assert_int_eq(ds_read("{\"zero_optimization\": }", &c, &err), REMAT_EPARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ds.json:1:"));
+}
+END_TEST
+
 Suite *deepspeed_suite(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -298,6 +370,7 @@ Suite *deepspeed_suite(void)
     tcase_add_test(tc, deepspeed_should_keep_persistent_params_gathered);
     tcase_add_test(tc, deepspeed_should_count_adam_step_where_it_lives);
     tcase_add_test(tc, deepspeed_should_offload_the_optimizer_to_the_host);
+    tcase_add_test(tc, deepspeed_should_read_its_config);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -137,6 +137,8 @@ typedef struct remat_ledger_config {
                                  * most this many stays gathered (DeepSpeed's default is 1e5) */
     remat_ledger_step step;     /* HOST: where Adam's step counters live (see remat_ledger_step) */
     uint64_t sub_group;         /* 1e9: ZeRO 3 sub_group_size, elements of partitions per optimizer group */
+    bool bucket_uncapped;       /* false: a bucket above the model is capped at it; true: counted whole, as
+                                 * DeepSpeed allocates its reduce buffer of reduce_bucket_size elements */
     bool offload_optimizer;     /* false: ZeRO 1-3 offload_optimizer {device: cpu}: optimizer state, master
                                  * and the gradient partition live on the host (see remat_ledger_result) */
     uint64_t workspace;         /* 0: framework workspace bytes (cuBLAS, NCCL, ...) */
@@ -254,6 +256,61 @@ const char *remat_ledger_category_name(remat_ledger_category c);
  * case-insensitive; here B means billion, not bytes). The value must be a
  * whole number; REMAT_EINVAL or REMAT_EOVERFLOW names `what`. */
 remat_status remat_ledger_parse_count(const char *s, const char *what, uint64_t *out, remat_err *err);
+
+/* ---- A DeepSpeed JSON config, read as options ---------------------------
+ *
+ * remat_ledger_ds_read reads the keys of a DeepSpeed config file that decide
+ * a rank's memory (deepspeed/runtime/zero/config.py, offload_config.py, the
+ * engine's fp16/bf16/optimizer sections) into plain values, each with the
+ * default DeepSpeed gives an absent key; `has` says which keys the file
+ * gave. Keys that change nothing remat models (scheduler, logging, loss
+ * scaling, gradient clipping, ...) are accepted; a key remat does not know,
+ * a value of the wrong type, "auto" (the Hugging Face Trainer fills it in)
+ * and settings remat cannot model (NVMe offload, partial offload, ZeRO++
+ * quantization and hpZ, MiCS) are refused with the key's JSON path. The
+ * command line maps the values onto the ledger and sharding options; flags
+ * given beside the file win. */
+typedef struct remat_ds_config {
+    uint32_t has;                   /* REMAT_DS_HAS_* bits */
+    uint32_t stage;                 /* zero_optimization.stage (0) */
+    uint64_t reduce_bucket_size;    /* 5e8 elements */
+    uint64_t allgather_bucket_size; /* 5e8 elements */
+    uint64_t prefetch_bucket_size;  /* stage3_prefetch_bucket_size, 5e7 */
+    uint64_t max_live_parameters;   /* stage3_max_live_parameters, 1e9 */
+    uint64_t persistence_threshold; /* stage3_param_persistence_threshold, 1e5 */
+    uint64_t sub_group_size;        /* 1e9 */
+    bool contiguous_gradients;      /* true: the reduce (ipg) buffer of reduce_bucket_size is allocated */
+    bool overlap_comm;              /* stage 3: true, else false: two ipg buffers at stages 1-2 */
+    bool offload_optimizer;         /* offload_optimizer.device == "cpu" */
+    bool offload_param;             /* offload_param.device == "cpu" (stage 3) */
+    remat_ledger_dtype weights;     /* bf16 or f16 when enabled, else f32 */
+    remat_ledger_dtype comm;        /* communication_data_type; AUTO when absent */
+    remat_ledger_optimizer optimizer; /* optimizer.type (Adam: adam) */
+    remat_ledger_step step;         /* NONE (FusedAdam, DeepSpeedCPUAdam); HOST with torch_adam */
+    uint64_t micro_batch;           /* train_micro_batch_size_per_gpu; 0 when absent */
+    /* activation_checkpointing */
+    bool partition_activations, cpu_checkpointing, contiguous_memory_optimization;
+    bool synchronize_checkpoint_boundary, profile;
+    uint64_t number_checkpoints;    /* 0 when absent (null) */
+} remat_ds_config;
+
+#define REMAT_DS_HAS_STAGE (1u << 0)
+#define REMAT_DS_HAS_REDUCE_BUCKET (1u << 1)
+#define REMAT_DS_HAS_PREFETCH (1u << 2)
+#define REMAT_DS_HAS_MAX_LIVE (1u << 3)
+#define REMAT_DS_HAS_PERSISTENCE (1u << 4)
+#define REMAT_DS_HAS_PRECISION (1u << 5)     /* fp16 or bf16 enabled */
+#define REMAT_DS_HAS_OPTIMIZER (1u << 6)
+#define REMAT_DS_HAS_ACTIVATION_CKPT (1u << 7)
+#define REMAT_DS_HAS_SUB_GROUP (1u << 8)
+#define REMAT_DS_HAS_ALLGATHER_BUCKET (1u << 9)
+
+/* Parses a DeepSpeed config from text[0..len) (named source in messages).
+ * REMAT_EPARSE for text that is not JSON (line:column), and naming the key's
+ * path ("zero_optimization.offload_optimizer.device", also in err->loc.path)
+ * for a key or value refused as above; REMAT_ENOMEM. O(len). */
+remat_status remat_ledger_ds_read(const char *text, size_t len, const char *source, remat_ds_config *out,
+                                  remat_err *err);
 
 #ifdef __cplusplus
 }

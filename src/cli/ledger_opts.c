@@ -106,6 +106,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_min8 = 1;
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
+    case REMAT_LOPT_DS_CONFIG: L->ds_path = arg; break;
     case REMAT_LOPT_ADAM_STEP:
         if (!strcmp(arg, "host"))
             cfg->step = REMAT_LEDGER_STEP_HOST;
@@ -149,12 +150,92 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
     }
     if (dt && remat_ledger_dtype_parse(arg, name, dt, &err) != REMAT_OK)
         return remat_cli_usage_error(cmd, "%s", err.msg);
+    L->given |= 1ull << (c - REMAT_LOPT_WEIGHTS);
     L->used = 1;
     return REMAT_EXIT_OK;
 }
 
-int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L)
+static int flag(const remat_cli_ledger *L, int opt)
 {
+    return (int)(L->given >> (opt - REMAT_LOPT_WEIGHTS) & 1u);
+}
+
+/* The file's settings, under the flags: each option a flag did not give
+ * takes the file's value (or DeepSpeed's default for a key it lacks). */
+static int apply_ds(remat_cli_ledger *L)
+{
+    char *text;
+    size_t len;
+    remat_err err;
+    remat_err_init(&err);
+    if (remat__read_file(L->ds_path, &text, &len, &err) != REMAT_OK)
+        return remat_cli_fail_in(L->ds_path, &err);
+    remat_status st = remat_ledger_ds_read(text, len, L->ds_path, &L->ds, &err);
+    remat__free(text);
+    if (st != REMAT_OK)
+        return remat_cli_fail_in(L->ds_path, &err);
+    const remat_ds_config *d = &L->ds;
+    remat_ledger_config *cfg = &L->cfg;
+    int half = d->weights != REMAT_LEDGER_DT_F32;
+    if (!flag(L, REMAT_LOPT_ZERO))
+        cfg->zero_stage = d->stage;
+    if (!flag(L, REMAT_LOPT_WEIGHTS))
+        cfg->weights = d->weights;
+    if (!flag(L, REMAT_LOPT_GRADS))
+        cfg->grads = d->weights; /* DeepSpeed reduces gradients in the weights' precision */
+    if (!flag(L, REMAT_LOPT_STATES))
+        cfg->states = REMAT_LEDGER_DT_F32; /* over the fp32 partition */
+    /* An fp32 master partition: mixed precision keeps one, and ZeRO 1-3 clone
+     * the partition to fp32 even in fp32 training (stage_1_and_2.py
+     * single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat). */
+    if (!flag(L, REMAT_LOPT_MASTER))
+        cfg->master = half || cfg->zero_stage >= 1 ? REMAT_LEDGER_DT_F32 : REMAT_LEDGER_DT_NONE;
+    if (!flag(L, REMAT_LOPT_COMM) && d->comm != REMAT_LEDGER_DT_AUTO)
+        cfg->comm = d->comm;
+    if (!flag(L, REMAT_LOPT_OPTIMIZER) && (d->has & REMAT_DS_HAS_OPTIMIZER))
+        cfg->optimizer = d->optimizer;
+    if (!flag(L, REMAT_LOPT_ADAM_STEP) && (d->has & REMAT_DS_HAS_OPTIMIZER))
+        cfg->step = d->step;
+    if (!flag(L, REMAT_LOPT_OFFLOAD_OPTIMIZER) && d->offload_optimizer) {
+        cfg->offload_optimizer = true;
+        L->shard.offload_optimizer = 1;
+        if (!flag(L, REMAT_LOPT_ADAM_STEP))
+            cfg->step = REMAT_LEDGER_STEP_NONE; /* DeepSpeedCPUAdam */
+    }
+    /* ZeRO 1-3's reduce (ipg) buffer: reduce_bucket_size elements, two at
+     * stages 1-2 with overlap_comm, allocated whole (stage_1_and_2.py,
+     * stage3.py __ipg_bucket_flat_buffer) when contiguous_gradients. */
+    if (cfg->zero_stage >= 1 && !flag(L, REMAT_LOPT_BUCKET) && !flag(L, REMAT_LOPT_BUCKET_ELEMENTS)) {
+        cfg->bucket_elements = d->reduce_bucket_size;
+        cfg->bucket_uncapped = d->contiguous_gradients;
+        if (!d->contiguous_gradients)
+            L->shard.bucket_elements = d->reduce_bucket_size; /* the buckets, without a buffer */
+        if (!flag(L, REMAT_LOPT_PREFETCH))
+            cfg->prefetch = d->contiguous_gradients && d->overlap_comm && cfg->zero_stage <= 2 ? 1 : 0;
+    }
+    if (!d->contiguous_gradients && cfg->zero_stage >= 1 && !flag(L, REMAT_LOPT_BUCKET) &&
+        !flag(L, REMAT_LOPT_BUCKET_ELEMENTS))
+        cfg->bucket_elements = 0;
+    if (!flag(L, REMAT_LOPT_STAGE3_PREFETCH))
+        L->shard.prefetch_elements = d->prefetch_bucket_size;
+    if (!flag(L, REMAT_LOPT_STAGE3_MAX_LIVE))
+        L->shard.max_live_elements = d->max_live_parameters;
+    if (!flag(L, REMAT_LOPT_STAGE3_PERSIST))
+        cfg->persist_threshold = L->shard.persist_threshold = d->persistence_threshold;
+    if (!flag(L, REMAT_LOPT_SUB_GROUP))
+        cfg->sub_group = d->sub_group_size;
+    L->used = 1;
+    return REMAT_EXIT_OK;
+}
+
+int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L)
+{
+    if (L->ds_path && !L->ds_applied) {
+        L->ds_applied = 1;
+        int rc = apply_ds(L);
+        if (rc != REMAT_EXIT_OK)
+            return rc;
+    }
     const remat_ledger_config *cfg = &L->cfg;
     if ((L->have_block || L->have_min8) && cfg->optimizer != REMAT_LEDGER_ADAM8BIT)
         return remat_cli_usage_error(cmd, "%s applies to --optimizer adam8bit only (not %s)",

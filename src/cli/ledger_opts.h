@@ -41,7 +41,8 @@ enum {
     REMAT_LOPT_STAGE3_PERSIST,
     REMAT_LOPT_ADAM_STEP,
     REMAT_LOPT_SUB_GROUP,
-    REMAT_LOPT_OFFLOAD_OPTIMIZER
+    REMAT_LOPT_OFFLOAD_OPTIMIZER,
+    REMAT_LOPT_DS_CONFIG
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -68,7 +69,8 @@ enum {
     {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST},       \
     {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \
     {"sub-group-size", required_argument, NULL, REMAT_LOPT_SUB_GROUP},                \
-    {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER}
+    {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER},           \
+    {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG}
 
 typedef struct remat_cli_ledger {
     remat_ledger_config cfg;
@@ -80,6 +82,12 @@ typedef struct remat_cli_ledger {
     int have_prefetch, have_max_live, have_persist;
     int sharded;
     remat_sharding sh;
+    /* --deepspeed-config: the file, and the options given as flags (bit
+     * c - REMAT_LOPT_WEIGHTS), which win over the file's keys. */
+    const char *ds_path;
+    int ds_applied;
+    uint64_t given;
+    remat_ds_config ds;
     /* What the ledger put on the host, and the offload transfers per step. */
     uint64_t host_bytes, offload_elements, offload_bytes;
 } remat_cli_ledger;
@@ -92,9 +100,10 @@ void remat_cli_ledger_destroy(remat_cli_ledger *L);
  * usage error's exit code; -1 when c is not a ledger option. */
 int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L);
 
-/* Cross-option checks (an option that applies to another optimizer is
+/* Reads --deepspeed-config (once) into the options no flag gave, then the
+ * cross-option checks (an option that applies to another optimizer is
  * refused, not ignored). Returns an exit code. */
-int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L);
+int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L);
 
 /* For the planning commands: when ledger options were given, budgets g's
  * training state and fills x with the state the graph does not describe.

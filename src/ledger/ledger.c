@@ -299,7 +299,9 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
     if (r->dp > 1) {
         ASSUME(r, "communication per device per step: %s Psi%s = %llu elements in %s, Psi = %llu "
                   "(Rajbhandari et al. 2019, sections 5 and 7)",
-               r->zero_stage < 3 ? "2" : "3", c->frozen && r->zero_stage == 3 ? " + 2 x frozen" : "",
+               r->zero_stage < 3 ? "2" : "3",
+               r->zero_stage < 3 ? "" : c->frozen && c->persist ? " + 2 x frozen - persistent" : c->frozen ? " + 2 x frozen"
+                                        : c->persist ? " - persistent" : "",
                (unsigned long long)e, remat_ledger_dtype_name(dt), (unsigned long long)psi);
         ASSUME(r, "communication: %s; a ring moves (N-1)/N of each collective's volume", how[r->zero_stage]);
         if (c->persist)
@@ -321,7 +323,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
     if (!mul(r->zero_stage == 3 ? model : psi, size, &cap, err, "communication buffer cap"))
         return 0;
     if (bucket) {
-        if (bucket > cap) {
+        if (bucket > cap && !cfg->bucket_uncapped) {
             ASSUME(r, "communication bucket of %llu B capped at the %llu B it can ever hold",
                    (unsigned long long)bucket, (unsigned long long)cap);
             bucket = cap;
