@@ -10,6 +10,7 @@
  * trace's intervals.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/trace.h"
 
 #include <getopt.h>
@@ -23,8 +24,12 @@ int cmd_audit(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    L.cmd = "audit";
     remat_trace_options o;
     remat_trace_options_init(&o);
     o.top = 10;
@@ -32,6 +37,12 @@ int cmd_audit(int argc, char **argv)
     const char *out = "-";
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("audit", c, optarg, &L);
+        if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
         switch (c) {
         case 't': {
             uint64_t v;
@@ -54,9 +65,10 @@ int cmd_audit(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &L, &g, &a, &plan, &t);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
         return rc;
     }
     o.label = plan.strategy;
@@ -68,6 +80,7 @@ int cmd_audit(int argc, char **argv)
     remat_free(text);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

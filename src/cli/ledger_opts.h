@@ -73,6 +73,7 @@ enum {
     {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG}
 
 typedef struct remat_cli_ledger {
+    const char *cmd; /* the command, for messages (trace and audit set it) */
     remat_ledger_config cfg;
     int used;       /* any ledger option was given */
     int have_block, have_min8;
