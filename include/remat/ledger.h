@@ -312,6 +312,26 @@ typedef struct remat_ds_config {
 remat_status remat_ledger_ds_read(const char *text, size_t len, const char *source, remat_ds_config *out,
                                   remat_err *err);
 
+/* What a plan sets in a DeepSpeed config (remat_ledger_ds_write). */
+typedef struct remat_ds_settings {
+    uint32_t stage;
+    uint64_t reduce_bucket_size;    /* 0: leave the file's */
+    uint64_t prefetch_bucket_size, max_live_parameters, persistence_threshold, sub_group_size;
+    bool offload_optimizer;
+    uint64_t number_checkpoints;    /* activation_checkpointing.number_checkpoints; 0: null */
+} remat_ds_settings;
+
+/* The config text[0..len) again, every key it had kept, with the settings
+ * written over zero_optimization (stage, reduce_bucket_size, the stage 3
+ * knobs, offload_optimizer.device) and activation_checkpointing
+ * (number_checkpoints; partition_activations and cpu_checkpointing false:
+ * remat plans neither). A key given under DeepSpeed's other spelling
+ * (prefetch_bucket_size for stage3_prefetch_bucket_size, ...) is replaced,
+ * not doubled. *out (remat_free) is the JSON, NUL-terminated, *out_len its
+ * length. Errors as remat_ledger_ds_read, plus REMAT_ENOMEM. O(len). */
+remat_status remat_ledger_ds_write(const char *text, size_t len, const char *source, const remat_ds_settings *set,
+                                   char **out, size_t *out_len, remat_err *err);
+
 #ifdef __cplusplus
 }
 #endif

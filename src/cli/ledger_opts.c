@@ -107,6 +107,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
     case REMAT_LOPT_DS_CONFIG: L->ds_path = arg; break;
+    case REMAT_LOPT_DS_WRITE: L->ds_write = arg; break;
     case REMAT_LOPT_ADAM_STEP:
         if (!strcmp(arg, "host"))
             cfg->step = REMAT_LEDGER_STEP_HOST;
@@ -230,6 +231,10 @@ static int apply_ds(remat_cli_ledger *L)
 
 int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L)
 {
+    if (L->ds_write && strcmp(cmd, "plan") != 0)
+        return remat_cli_usage_error(cmd, "--write-deepspeed-config applies to remat plan only");
+    if (L->ds_write && !L->ds_path)
+        return remat_cli_usage_error(cmd, "--write-deepspeed-config rewrites a config: give it with --deepspeed-config");
     if (L->ds_path && !L->ds_applied) {
         L->ds_applied = 1;
         int rc = apply_ds(L);

@@ -42,7 +42,8 @@ enum {
     REMAT_LOPT_ADAM_STEP,
     REMAT_LOPT_SUB_GROUP,
     REMAT_LOPT_OFFLOAD_OPTIMIZER,
-    REMAT_LOPT_DS_CONFIG
+    REMAT_LOPT_DS_CONFIG,
+    REMAT_LOPT_DS_WRITE
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -70,7 +71,8 @@ enum {
     {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \
     {"sub-group-size", required_argument, NULL, REMAT_LOPT_SUB_GROUP},                \
     {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER},           \
-    {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG}
+    {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG},             \
+    {"write-deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_WRITE}
 
 typedef struct remat_cli_ledger {
     const char *cmd; /* the command, for messages (trace and audit set it) */
@@ -85,7 +87,7 @@ typedef struct remat_cli_ledger {
     remat_sharding sh;
     /* --deepspeed-config: the file, and the options given as flags (bit
      * c - REMAT_LOPT_WEIGHTS), which win over the file's keys. */
-    const char *ds_path;
+    const char *ds_path, *ds_write;
     int ds_applied;
     uint64_t given;
     remat_ds_config ds;
@@ -127,6 +129,14 @@ int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s
 /* With a sharding: prints the rank's sharding and communication lines
  * (text) after a report. */
 void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r);
+
+/* `plan --write-deepspeed-config OUT` (ds_write.c): rewrites the
+ * --deepspeed-config file with the sharding planned under and the number of
+ * recomputed segments of schedule s, writes it to OUT whole, and prints to H
+ * what the config cannot say (the ops each segment spans, a multi-pass
+ * recomputation). Nothing without the option. Returns an exit code. */
+int remat_cli_ledger_write_ds(const remat_cli_ledger *L, const remat_analysis *a, const remat_schedule *s,
+                              const remat_replay_result *r, FILE *H);
 
 /* Takes the ledger's fragmentation reserve out of a total budget (it is
  * space the allocator cannot hand out); an activation budget is left as

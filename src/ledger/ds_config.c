@@ -15,6 +15,7 @@
  */
 #include "remat/ledger.h"
 #include "../load/json_glue.h"
+#include "../util/util_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -393,4 +394,80 @@ remat_status remat_ledger_ds_read(const char *text, size_t len, const char *sour
     }
     cJSON_Delete(root);
     return ok ? REMAT_OK : err->code;
+}
+
+/* ---- Writing the plan back ------------------------------------------------ */
+
+/* Sets obj[key] = v (a new item), dropping the key and its other spelling. */
+static int put(cJSON *obj, const char *key, const char *alias, cJSON *v)
+{
+    if (!v)
+        return 0;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    if (alias)
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, alias);
+    if (!cJSON_AddItemToObject(obj, key, v)) {
+        cJSON_Delete(v);
+        return 0;
+    }
+    return 1;
+}
+
+static cJSON *section(cJSON *root, const char *key)
+{
+    cJSON *s = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (cJSON_IsObject(s))
+        return s;
+    return put(root, key, NULL, cJSON_CreateObject()) ? cJSON_GetObjectItemCaseSensitive(root, key) : NULL;
+}
+
+remat_status remat_ledger_ds_write(const char *text, size_t len, const char *source, const remat_ds_settings *set,
+                                   char **out, size_t *out_len, remat_err *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    remat_ds_config check;
+    remat_status st = remat_ledger_ds_read(text, len, source, &check, err); /* refusals first */
+    if (st != REMAT_OK)
+        return st;
+    cJSON *root;
+    if ((st = remat__json_document(text, len, source, &root, err)) != REMAT_OK)
+        return st;
+    cJSON *z = section(root, "zero_optimization");
+    cJSON *ac = section(root, "activation_checkpointing");
+    int ok = z && ac && put(z, "stage", NULL, cJSON_CreateNumber(set->stage));
+    if (ok && set->reduce_bucket_size)
+        ok = put(z, "reduce_bucket_size", NULL, cJSON_CreateNumber((double)set->reduce_bucket_size));
+    if (ok && set->stage == 3)
+        ok = put(z, "stage3_prefetch_bucket_size", "prefetch_bucket_size",
+                 cJSON_CreateNumber((double)set->prefetch_bucket_size)) &&
+             put(z, "stage3_max_live_parameters", "max_live_parameters",
+                 cJSON_CreateNumber((double)set->max_live_parameters)) &&
+             put(z, "stage3_param_persistence_threshold", "param_persistence_threshold",
+                 cJSON_CreateNumber((double)set->persistence_threshold)) &&
+             put(z, "sub_group_size", NULL, cJSON_CreateNumber((double)set->sub_group_size));
+    if (ok) {
+        cJSON_DeleteItemFromObjectCaseSensitive(z, "cpu_offload");
+        cJSON *o = section(z, "offload_optimizer");
+        ok = o && put(o, "device", NULL, cJSON_CreateString(set->offload_optimizer ? "cpu" : "none"));
+    }
+    if (ok)
+        ok = put(ac, "partition_activations", NULL, cJSON_CreateFalse()) &&
+             put(ac, "cpu_checkpointing", NULL, cJSON_CreateFalse()) &&
+             put(ac, "number_checkpoints", NULL,
+                 set->number_checkpoints ? cJSON_CreateNumber((double)set->number_checkpoints) : cJSON_CreateNull());
+    char *printed = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!printed)
+        return remat_err_set(err, REMAT_ENOMEM, "%s: out of memory writing the DeepSpeed config", source);
+    size_t n = strlen(printed);
+    *out = remat__malloc(n + 2);
+    if (*out) {
+        memcpy(*out, printed, n);
+        (*out)[n] = '\n';
+        (*out)[n + 1] = 0;
+        *out_len = n + 1;
+    }
+    cJSON_free(printed);
+    return *out ? REMAT_OK : remat_err_set(err, REMAT_ENOMEM, "%s: out of memory writing the DeepSpeed config", source);
 }

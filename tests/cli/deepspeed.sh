@@ -75,3 +75,21 @@ expect ds_trace_peak 0 '"peak": {"bytes": 14048640,' -- cat "$T/ds-trace.json"
 expect ds_trace_csv 0 'sharding:param_grads' -- "$REMAT" trace "$T/ds.json" --dp 8 --zero 2 $ZO --format csv
 expect ds_trace_cfg 0 '"instruction": "RELEASE embed"' -- "$REMAT" trace "$T/ds.json" --dp 8 --deepspeed-config $F/z3_bf16.json --format json
 expect ds_trace_bad 3 'unknown key' -- "$REMAT" trace "$T/ds.json" --dp 8 --deepspeed-config $F/bad_key.json --format json
+# plan --write-deepspeed-config: the file again with what remat planned.
+# chen-greedy at 12 MiB cuts the transformer once and keeps its last
+# segment (its params say "cuts": 1, "last_segment": "kept"), so one
+# segment is recomputed: one function to checkpoint, embed..l0_ctx. The
+# written file reads back to the same rank (5204544 B, as from the input).
+expect ds_write_plan 0 'activation_checkpointing.number_checkpoints = 1' -- "$REMAT" plan "$T/ds.json" --dp 8 --budget 12MiB --strategy chen-greedy $ZO --deepspeed-config $F/z3_bf16.json --write-deepspeed-config "$T/ds-out.json"
+expect ds_write_ops 0 'deepspeed.checkpointing.checkpoint: embed..l0_ctx' -- "$REMAT" plan "$T/ds.json" --dp 8 --budget 12MiB --strategy chen-greedy $ZO --deepspeed-config $F/z3_bf16.json --write-deepspeed-config "$T/ds-out.json"
+expect ds_write_file 0 '"number_checkpoints":	1' -- cat "$T/ds-out.json"
+expect ds_write_keeps 0 '"weight_decay":	0.01' -- cat "$T/ds-out.json"
+expect ds_write_reads 0 '"total_bytes": 5204544,' -- "$REMAT" ledger --graph "$T/ds.json" --dp 8 --deepspeed-config "$T/ds-out.json" --json
+expect ds_write_none 0 'the plan recomputes nothing' -- "$REMAT" plan "$T/ds.json" --dp 8 --strategy store-all --deepspeed-config $F/z3_bf16.json --write-deepspeed-config "$T/ds-out2.json"
+expect ds_write_null 0 '"number_checkpoints":	null' -- cat "$T/ds-out2.json"
+# Revolve with 4 slots on 16 blocks replays t1 twice: no checkpoint
+# wrapping says that.
+echo '{"zero_optimization": {"stage": 0}}' >"$T/z0.json"
+expect ds_write_multi 0 'not expressible: op t1 is recomputed 2 times' -- "$REMAT" plan graphs/chain16.json --strategy revolve --activation-budget 6MiB --deepspeed-config "$T/z0.json" --write-deepspeed-config "$T/ds-out3.json"
+expect ds_write_needs 2 '--write-deepspeed-config rewrites a config: give it with --deepspeed-config' -- "$REMAT" plan "$T/ds.json" --write-deepspeed-config "$T/x.json"
+expect ds_write_plan_only 2 '--write-deepspeed-config applies to remat plan only' -- "$REMAT" replay "$T/ds.json" --deepspeed-config $F/z3_bf16.json --dp 8 --write-deepspeed-config "$T/x.json"
