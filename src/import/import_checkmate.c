@@ -66,7 +66,7 @@ static int bad(cx *c, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    remat__import_vfail(c->err, REMAT_EGRAPH, c->source, 0, 0, path, NULL, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, path, NULL, fmt, ap);
     va_end(ap);
     return 0;
 }
@@ -82,7 +82,7 @@ static int bad_node(cx *c, const cnode *x, const char *path, const char *fmt, ..
 {
     va_list ap;
     va_start(ap, fmt);
-    remat__import_vfail(c->err, REMAT_EGRAPH, c->source, 0, 0, path, x->key ? x->key + 1 : NULL, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, path, x->key ? x->key + 1 : NULL, fmt, ap);
     va_end(ap);
     return 0;
 }
@@ -335,8 +335,8 @@ static int check_roles(cx *c)
             if (u_bwd && !x_bwd) {
                 char path[64];
                 snprintf(path, sizeof path, "nodes[%u]", v);
-                return bad_node(c, x, path, "%s node '%s' reads backward node '%s'", x->is_loss ? "the loss" : "forward",
-                           label(x), label(u));
+                return bad_node(c, x, path, "%s node '%s' reads backward node '%s'",
+                                x->is_loss ? "the loss" : "forward", label(x), label(u));
             }
             if (!u_bwd && !x_bwd)
                 u->n_fwd_succ++;
@@ -410,12 +410,12 @@ static int match_backward(cx *c, remat_import_summary *sum)
         snprintf(path, sizeof path, "nodes[%u]", v);
         if (f == NONE)
             return bad_node(c, x, path,
-                       "backward node '%s' belongs to no forward node (by name 'X_backward' or 'Grad <X>', or by "
-                       "Checkmate's layout: backward of node i is node %u - i)",
-                       label(x), c->n - 1);
+                            "backward node '%s' belongs to no forward node (by name 'X_backward' or 'Grad <X>', or "
+                            "by Checkmate's layout: backward of node i is node %u - i)",
+                            label(x), c->n - 1);
         if (c->nodes[f].bwd != NONE)
             return bad_node(c, x, path, "backward nodes '%s' and '%s' both belong to forward node '%s'",
-                       label(&c->nodes[c->nodes[f].bwd]), label(x), label(&c->nodes[f]));
+                            label(&c->nodes[c->nodes[f].bwd]), label(x), label(&c->nodes[f]));
         c->nodes[f].bwd = v;
         x->fwd = f;
     }
@@ -679,7 +679,7 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
     if (!root) {
         int line, col;
         line_col(text, len, end, &line, &col);
-        remat__import_fail(err, REMAT_EPARSE, source, (uint32_t)line, col, NULL, NULL, "not valid JSON near here");
+        remat__err_at(err, REMAT_EPARSE, source, (uint32_t)line, col, NULL, NULL, "not valid JSON near here");
         return err->code;
     }
     cx c = {.source = source, .err = err};

@@ -42,7 +42,7 @@ static int bad_id(dtr_cx *c, const char *field, const char *id, const char *fmt,
 {
     va_list ap;
     va_start(ap, fmt);
-    remat__import_vfail(c->err, REMAT_EGRAPH, c->source, c->line, 0, c->line ? field : NULL, id, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, c->line, 0, c->line ? field : NULL, id, fmt, ap);
     va_end(ap);
     return 0;
 }
@@ -720,18 +720,18 @@ int remat__dtr_read(dtr_cx *c, const char *text, size_t len)
                 if (remat__json_alloc_failed())
                     ok = nomem(c);
                 else
-                    ok = remat__import_fail(c->err, REMAT_EPARSE, c->source, c->line,
-                                            stop ? (int)(stop - p) + 1 : 1, NULL, NULL, "not valid JSON near here%s",
-                                            /* cJSON puts an input that ends too soon at its last character */
-                                            stop && stop + 1 >= le ? " (at the end of the line: a DTR log has "
-                                                                     "one JSON object per line)" : "");
+                    ok = 0, remat__err_at(c->err, REMAT_EPARSE, c->source, c->line,
+                                          stop ? (int)(stop - p) + 1 : 1, NULL, NULL, "not valid JSON near here%s",
+                                          /* cJSON puts an input that ends too soon at its last character */
+                                          stop && stop + 1 >= le ? " (at the end of the line: a DTR log has "
+                                                                   "one JSON object per line)" : "");
             } else {
                 const char *r = stop;
                 while (r && r < le && (*r == ' ' || *r == '\t' || *r == '\r'))
                     r++;
                 if (r && r < le)
-                    ok = remat__import_fail(c->err, REMAT_EPARSE, c->source, c->line, (int)(r - p) + 1, NULL,
-                                            NULL, "text after the JSON object (one instruction per line)");
+                    ok = 0, remat__err_at(c->err, REMAT_EPARSE, c->source, c->line, (int)(r - p) + 1, NULL,
+                                          NULL, "text after the JSON object (one instruction per line)");
                 else
                     ok = do_line(c, j);
             }
@@ -744,9 +744,10 @@ int remat__dtr_read(dtr_cx *c, const char *text, size_t len)
         const dten *x = &c->t.v[c->pend_first + (c->pend == P_CONST_MEMORY ? 0 : c->pend_k)];
         c->line = 0;
         if (c->pend == P_CONST_MEMORY)
-            return bad_id(c, "", x->id, "the log ends before the MEMORY line of CONSTANT '%.80s' (line %u)", x->id, c->pend_line);
+            return bad_id(c, "", x->id, "the log ends before the MEMORY line of CONSTANT '%.80s' (line %u)", x->id,
+                          c->pend_line);
         return bad_id(c, "", x->id, "the log ends before the %s line of '%.80s' (RESULT[%u] of the CALL at line %u)",
-                   c->pend == P_ALIAS ? "ALIAS" : "MEMORY", x->id, c->pend_k, c->pend_line);
+                      c->pend == P_ALIAS ? "ALIAS" : "MEMORY", x->id, c->pend_k, c->pend_line);
     }
     c->line = 0;
     if (ok && !c->in_bwd)

@@ -6,9 +6,9 @@
  * handed over or freed last, a file read before its text is converted).
  * Internal to src/import.
  *
- * A message reads "file[:line[:column]]: [path: ]detail", the place first,
- * so that the words and remat_err.loc always agree: the loader writes its
- * messages the same way.
+ * Errors are written with remat__err_at (util), which builds the message
+ * "file[:line[:column]]: [path: ]detail" from the same facts it stores in
+ * remat_err.loc, so the words and the location always agree.
  */
 #ifndef REMAT_IMPORT_INTERNAL_H
 #define REMAT_IMPORT_INTERNAL_H
@@ -16,25 +16,8 @@
 #include "remat/import.h"
 #include "../util/util_internal.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Records "file[:line[:column]]: [path: ]detail" under code, with
- * loc = {file, path, line, column, id} (line and column 0, path and id NULL
- * or "" where they do not apply), unless err holds an error already.
- * Returns 0, so a reader can write `return remat__import_fail(...)` where it
- * answers "did this part succeed". */
-int remat__import_fail(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
-                       const char *path, const char *id, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 8, 9)))
-#endif
-    ;
-
-/* The same with a va_list, for readers' own wrappers. */
-int remat__import_vfail(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
-                        const char *path, const char *id, const char *fmt, va_list ap);
 
 /* The head of a public import call: *err_io is the caller's err, or local
  * when the caller passed NULL (local initialised); *out and *out_len are
