@@ -3,7 +3,8 @@
  * importer: import_dtr.c reads the log into tables of tensors, names, ops
  * and backward reads; import_dtr_map.c decides the roles (seed, loss,
  * params, backward steps), gives each backward instruction to a forward op
- * and writes the remat graph. Internal to src/import.
+ * and writes the remat graph; import_dtr_entry.c joins them behind the
+ * public calls. Internal to src/import.
  */
 #ifndef REMAT_LOAD_IMPORT_DTR_INTERNAL_H
 #define REMAT_LOAD_IMPORT_DTR_INTERNAL_H
