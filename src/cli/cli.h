@@ -30,6 +30,12 @@ typedef struct {
     const char *summary; /* one line for `remat help` */
 } remat_command;
 
+/* The format a command writes its document in: JSON when --json was given,
+ * else the document's default; both read off the library's document table
+ * (remat_report_docs), as remat_report_write, which every command's report
+ * goes through, checks the pair. */
+remat_report_format remat_cli_format(remat_report_doc doc, int json);
+
 /* Maps a status to an exit code. */
 int remat_cli_exit_for(remat_status st);
 

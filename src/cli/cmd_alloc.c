@@ -183,13 +183,16 @@ int cmd_alloc(int argc, char **argv)
                          who, remat_static_algo_name(sp.chosen), (unsigned long long)extent,
                          (unsigned long long)t.logical_peak);
             }
-            text = remat_report_alloc_svg(a, &plan.schedule, &t, offs, extent, title, 0, &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .alloc_trace = &t, .offsets = offs, .extent = extent,
+                                     .title = title};
+            text = remat_report_write(REMAT_DOC_ALLOC, &in, REMAT_REPORT_SVG, &len, &err);
             rc = text ? remat_cli_write(svg, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }
         if (rc == REMAT_EXIT_OK) {
-            text = remat_report_alloc(a, &plan.schedule, &t, shown, REMAT_ALLOC_POLICY_COUNT, run_static ? &sp : NULL,
-                                      json, &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .alloc_trace = &t, .policies = shown,
+                                     .n_policies = REMAT_ALLOC_POLICY_COUNT, .static_plan = run_static ? &sp : NULL};
+            text = remat_report_write(REMAT_DOC_ALLOC, &in, remat_cli_format(REMAT_DOC_ALLOC, json), &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }

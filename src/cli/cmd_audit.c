@@ -63,7 +63,8 @@ int cmd_audit(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     size_t len = 0;
-    char *text = remat_trace_audit(t, &o, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    remat_report_input in = {.trace = t, .trace_options = &o};
+    char *text = remat_report_write(REMAT_DOC_AUDIT, &in, remat_cli_format(REMAT_DOC_AUDIT, json), &len, &err);
     rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_trace_destroy(t);

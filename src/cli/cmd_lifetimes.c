@@ -35,7 +35,8 @@ int cmd_lifetimes(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     size_t len;
-    char *text = remat_report_lifetimes(a, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    remat_report_input in = {.a = a};
+    char *text = remat_report_write(REMAT_DOC_LIFETIMES, &in, remat_cli_format(REMAT_DOC_LIFETIMES, json), &len, &err);
     rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_analysis_destroy(a);

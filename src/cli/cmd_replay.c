@@ -168,8 +168,8 @@ int cmd_replay(int argc, char **argv)
         remat_err rerr;
         remat_err_init(&rerr);
         size_t len;
-        char *text = remat_report_replay(a, &plan.schedule, r, &err, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
-                                         &len, &rerr);
+        remat_report_input in = {.a = a, .s = &plan.schedule, .r = r, .why = &err};
+        char *text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &rerr);
         if (text && numeric && nr.ran)
             text = with_numeric(text, &len, json, &nr, &err, &rerr);
         rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);

@@ -102,6 +102,13 @@ static int cmd_help(int argc, char **argv)
     return REMAT_EXIT_OK;
 }
 
+remat_report_format remat_cli_format(remat_report_doc doc, int json)
+{
+    size_t n;
+    const remat_report_doc_info *d = remat_report_docs(&n);
+    return json && (d[doc].formats & (1u << REMAT_REPORT_JSON)) ? REMAT_REPORT_JSON : d[doc].first;
+}
+
 int remat_cli_exit_for(remat_status st)
 {
     switch (st) {
