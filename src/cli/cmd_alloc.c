@@ -29,18 +29,19 @@ static int parse_work(const char *s, uint64_t *out)
 int cmd_alloc(int argc, char **argv)
 {
     enum { OPT_POLICY = 256, OPT_STATIC, OPT_SVG, OPT_LAYOUT, OPT_ACT, OPT_WORK };
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"policy", required_argument, NULL, OPT_POLICY},
         {"static", required_argument, NULL, OPT_STATIC},
         {"svg", required_argument, NULL, OPT_SVG},
         {"svg-layout", required_argument, NULL, OPT_LAYOUT},
         {"activation-only", no_argument, NULL, OPT_ACT},
         {"work", required_argument, NULL, OPT_WORK},
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_ALLOC, own, buf);
     int json = 0, c, run_policy[REMAT_ALLOC_POLICY_COUNT] = {1, 1, 1}, run_static = 1;
     remat_static_options so;
     remat_static_options_init(&so);

@@ -18,13 +18,14 @@
 
 int cmd_audit(int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_AUDIT, own, buf);
     remat_trace_options o;
     remat_trace_options_init(&o);
     o.top = 10;

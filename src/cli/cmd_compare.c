@@ -24,18 +24,19 @@ static void progress(void *ctx, size_t done, size_t total)
 int cmd_compare(int argc, char **argv)
 {
     enum { OPT_ACT = 256, OPT_SVG, OPT_TIME };
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"budget", required_argument, NULL, 'b'},
         {"activation-budget", required_argument, NULL, OPT_ACT},
         {"sweep", required_argument, NULL, 'n'},
         {"svg", required_argument, NULL, OPT_SVG},
         {"time-limit", required_argument, NULL, OPT_TIME},
         REMAT_CLI_LEDGER_LONG_OPTS,
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_COMPARE, own, buf);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c;

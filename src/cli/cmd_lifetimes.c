@@ -8,12 +8,13 @@
 
 int cmd_lifetimes(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option own[] = {
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_LIFETIMES, own, buf);
     int json = 0, c;
     const char *out = "-";
     optind = 1;

@@ -85,8 +85,7 @@ static char *with_numeric(char *text, size_t *len, int json, const remat_numeric
 
 int cmd_replay(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option own[] = {
         {"output", required_argument, NULL, 'o'},
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
@@ -94,6 +93,8 @@ int cmd_replay(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_REPLAY, own, buf);
     int json = 0, numeric = 0, c;
     uint64_t scale = 1;
     const char *out = "-", *scale_arg = NULL;
