@@ -228,6 +228,11 @@ static int tail_step(void *ctx, size_t index, remat_instr in, uint64_t live_afte
 static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint64_t *fwd_tail)
 {
     const uint32_t n = Q->a->g->n_ops;
+    if (Q->o->extras.sharding) { /* the observer would see collectives too: no filter */
+        for (uint32_t i = 0; i < n; i++)
+            fwd_tail[i] = 0;
+        return REMAT_OK;
+    }
     tail_obs o = {Q->a, Q->o->budget_kind, fwd_tail, 0};
     remat_replay_observer obs = {&o, NULL, NULL, tail_step};
     remat_replay_result r;
