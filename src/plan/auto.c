@@ -411,9 +411,14 @@ out:
     return st;
 }
 
-/* Keep-set plans that do not depend on the budget (the table's
- * REMAT_STRATEGY_BUDGET_FREE local-search starts, one plan each): the
- * local search's starting pool at every ladder point. */
+/* Keep-set plans that do not depend on the budget: the local search's
+ * starting pool at every ladder point. The table's
+ * REMAT_STRATEGY_BUDGET_FREE local-search starts give one plan each; the
+ * other light ones (sqrtn since issue 15 made it budget-aware) are run
+ * without a budget, where each is one fixed plan (sqrtn: ceil(sqrt(ops))
+ * segments spread by position). Without that plan the 994-op transformer
+ * lost 9% and 19% against the baseline in make bench BENCH=auto: above
+ * LADDER_CHEN_MAX_OPS nothing else seeds the search with segments. */
 #define POOL_MAX 16
 
 typedef struct {
@@ -427,7 +432,7 @@ static void pool_init(start_pool *sp)
 {
     candidate all[MAX_CANDIDATES];
     memset(sp, 0, sizeof *sp);
-    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START | REMAT_STRATEGY_BUDGET_FREE, 0, all);
+    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_AUTO_HEAVY, all);
     sp->n = n < POOL_MAX ? n : POOL_MAX;
     memcpy(sp->c, all, sp->n * sizeof *all);
 }
@@ -454,7 +459,15 @@ static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *hav
         remat_eval e;
         int fk;
         o->linearized = sp->c[i].linearized;
+        const int free_run = !(sp->c[i].flags & REMAT_STRATEGY_BUDGET_FREE);
+        const remat_budget_kind kind = o->budget_kind;
+        if (free_run)
+            o->budget_kind = REMAT_BUDGET_NONE;
         st = run_candidate(Q, sp->c[i].strategy, &cand, &e, &fk);
+        o->budget_kind = kind;
+        /* Judged again under the budget's metric (arena mode's arena). */
+        if (st == REMAT_OK && fk && cand.keep && free_run)
+            st = remat__eval_keep(Q, cand.keep, &e);
         if (st == REMAT_OK && fk && cand.keep) {
             sp->keep[i] = cand.keep;
             cand.keep = NULL;
@@ -759,6 +772,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             /* The budget-free keep sets seed the ladder's pool. */
             for (size_t j = 0; j < pool_from_b.n; j++)
                 if (fk && cand.keep && !pool_from_b.keep[j] &&
+                    (pool_from_b.c[j].flags & REMAT_STRATEGY_BUDGET_FREE) &&
                     strcmp(pool_from_b.c[j].strategy, monotone[i].strategy) == 0 &&
                     pool_from_b.c[j].linearized == monotone[i].linearized) {
                     pool_from_b.keep[j] = remat__malloc(g->n_tensors ? g->n_tensors : 1);
