@@ -34,6 +34,7 @@
  * the bound, or else exact, handed the best plan so far and the bound.
  */
 #include "planner.h"
+#include "../exec/replay_cursor.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -225,6 +226,14 @@ static int tail_step(void *ctx, size_t index, remat_instr in, uint64_t live_afte
     return 0;
 }
 
+/* The suffix maximum of fwd_tail[0..n), in place. */
+static void suffix_max(uint64_t *fwd_tail, uint32_t n)
+{
+    for (uint32_t i = n; i-- > 1;)
+        if (fwd_tail[i] > fwd_tail[i - 1])
+            fwd_tail[i - 1] = fwd_tail[i];
+}
+
 static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint64_t *fwd_tail)
 {
     const uint32_t n = Q->a->g->n_ops;
@@ -240,9 +249,26 @@ static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint
     if (o.seen != n) /* not a plain schedule: no filter */
         for (uint32_t i = 0; i < n; i++)
             fwd_tail[i] = 0;
-    for (uint32_t i = n; i-- > 1;)
-        if (fwd_tail[i] > fwd_tail[i - 1])
-            fwd_tail[i - 1] = fwd_tail[i];
+    suffix_max(fwd_tail, n);
+    return REMAT_OK;
+}
+
+/* forward_tail from the delta replay's marks of its base s (the replay it
+ * already made), or from a replay of its own when there are none. */
+static remat_status current_tail(remat_planner *Q, remat__delta *D, const remat_schedule *s, uint64_t *fwd_tail)
+{
+    const uint64_t *marks = D ? remat__delta_marks(D, Q->o->budget_kind == REMAT_BUDGET_ACTIVATION) : NULL;
+    if (!marks)
+        return forward_tail(Q, s, fwd_tail);
+    const uint32_t n = Q->a->g->n_ops;
+    uint32_t seen = 0;
+    for (size_t i = 0; i < s->n && seen < n; i++)
+        if (s->ins[i].kind == REMAT_I_FWD)
+            fwd_tail[seen++] = marks[i];
+    if (seen != n) /* not a plain schedule: no filter */
+        for (uint32_t i = 0; i < n; i++)
+            fwd_tail[i] = 0;
+    suffix_max(fwd_tail, n);
     return REMAT_OK;
 }
 
@@ -270,12 +296,28 @@ static int keep_overflows(const remat_planner *Q, const uint8_t *keep, const uin
     return fwd_tail[from] > Q->o->budget || T->bytes > Q->o->budget - fwd_tail[from];
 }
 
+/* A delta replay's figures as the planners' judgement: what
+ * remat__eval_schedule gives in logical mode (the delta replay is used
+ * only there: arena mode judges the static arena of a whole replay). */
+static void delta_judged(const remat_planner *Q, const remat__delta_figures *f, remat_eval *e)
+{
+    memset(e, 0, sizeof *e);
+    e->valid = f->valid;
+    e->peak = f->peak_bytes;
+    e->metric = Q->o->budget_kind == REMAT_BUDGET_ACTIVATION ? f->activation_peak : f->peak_bytes;
+    e->extra_flops = f->flops_recompute;
+}
+
 /* Judges a flipped keep set against the current plan: builds its schedule
  * (the default policy) and, when the current plan fits and the new
  * schedule recomputes more FLOPs, stops there (*worse = 1: it cannot be
  * better, since fitting plans are judged by FLOPs first); otherwise the
- * one replay judges it (*worse = 0, e filled). */
-static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat_eval *cur, remat_eval *e, int *worse)
+ * one replay judges it (*worse = 0, e filled): in logical mode the delta
+ * replay D from the current plan's schedule, which replays only the window
+ * the flip changed. *work: what it cost, in replayed instructions (building
+ * the schedule counts a third of its length, as before). */
+static remat_status flip_eval(remat_planner *Q, remat__delta *D, const uint8_t *keep, const remat_eval *cur,
+                              remat_eval *e, int *worse, uint64_t *work)
 {
     remat_err local;
     remat_err_init(&local);
@@ -283,6 +325,7 @@ static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat
     *worse = 0;
     remat_schedule_clear(&Q->scratch);
     remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
+    *work = Q->scratch.n / 3;
     if (st == REMAT_EINFEASIBLE) {
         *worse = 1;
         return REMAT_OK;
@@ -293,7 +336,19 @@ static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat
         *worse = 1;
         return REMAT_OK;
     }
-    return remat__eval_schedule(Q, &Q->scratch, e);
+    if (!D) {
+        *work += Q->scratch.n;
+        return remat__eval_schedule(Q, &Q->scratch, e);
+    }
+    remat__delta_figures f;
+    Q->evaluations++;
+    if ((st = remat__delta_eval(D, &Q->scratch, &f, &local)) != REMAT_OK)
+        return remat_err_set(Q->err, st, "%s", local.msg);
+    /* The units of the whole replay it stands for (a third for the
+     * build, two for the replay): the search's work means what it meant. */
+    *work += f.work * 2 / 3;
+    delta_judged(Q, &f, e);
+    return REMAT_OK;
 }
 
 /* order[] = tensor ids by their producer's FLOPs, descending, ties by id:
@@ -355,13 +410,23 @@ static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep,
         return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
     }
     sort_by_flops(g, order);
-    /* The current plan's recomputed ops and forward profile. */
-    remat_schedule_clear(&Q->scratch);
+    /* Flips are judged by the delta replay from the current plan's
+     * schedule (logical mode; arena mode replays whole, see delta_judged). */
+    remat__delta *D = NULL;
+    remat__delta_figures df;
     remat_err local;
     remat_err_init(&local);
-    if (remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
+    if (Q->o->budget_mode != REMAT_BUDGET_MODE_ARENA &&
+        (st = remat__delta_create(Q->a, &Q->o->extras, &D, &local)) != REMAT_OK)
+        st = remat_err_set(Q->err, st, "auto: %s", local.msg);
+    /* The current plan's recomputed ops and forward profile. */
+    remat_schedule_clear(&Q->scratch);
+    if (st == REMAT_OK && remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
         mark_recomputed(g, &Q->scratch, rec);
-        st = forward_tail(Q, &Q->scratch, tail);
+        if (D && (st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
+            st = remat_err_set(Q->err, st, "auto: %s", local.msg);
+        if (st == REMAT_OK)
+            st = current_tail(Q, D, &Q->scratch, tail);
     }
     while (improved && st == REMAT_OK) {
         improved = 0;
@@ -389,8 +454,9 @@ static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep,
             keep[t] ^= 1;
             remat_eval e;
             int worse = 0;
-            st = flip_eval(Q, keep, cur, &e, &worse);
-            S->ls_work += worse ? Q->scratch.n / 3 : Q->scratch.n;
+            uint64_t w = 0;
+            st = flip_eval(Q, D, keep, cur, &e, &worse, &w);
+            S->ls_work += w;
             S->ls_evals++;
             S->ls_replays += !worse;
             if (st == REMAT_OK && !worse && remat__better(Q, &e, cur)) {
@@ -398,13 +464,22 @@ static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep,
                 improved = 1;
                 (*flips)++;
                 mark_recomputed(g, &Q->scratch, rec);
-                st = forward_tail(Q, &Q->scratch, tail);
+                /* The new base's replay is the one forward_tail made
+                 * before (uncounted then); its snapshots are new work. */
+                if (D) {
+                    if ((st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
+                        st = remat_err_set(Q->err, st, "auto: %s", local.msg);
+                    S->ls_work += (df.work - Q->scratch.n) * 2 / 3;
+                }
+                if (st == REMAT_OK)
+                    st = current_tail(Q, D, &Q->scratch, tail);
             } else {
                 keep[t] ^= 1;
             }
         }
     }
 out:
+    remat__delta_destroy(D);
     remat__free(rec);
     remat__free(tail);
     remat__free(order);
