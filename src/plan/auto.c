@@ -754,15 +754,26 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
     return st;
 }
 
-/* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, with
- * at most EXACT_IN_AUTO_SECONDS (or the user's shorter --time-limit), last,
- * so that it starts from the best plan of every other candidate. On larger
- * graphs GLPK rarely proves anything within auto's time goal (README,
- * "How auto decides"). */
+/* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, last,
+ * so that it starts from the best plan of every other candidate, under a
+ * work limit rather than a time limit (issue 20: under load a time limit
+ * made auto's plan vary from run to run): at most
+ * EXACT_IN_AUTO_LP_ITERATIONS simplex iterations for the root LP and
+ * EXACT_IN_AUTO_ITERATIONS (or EXACT_IN_AUTO_NODES nodes) in all, about
+ * 0.1-0.15 s of CPU on the project's machine where the limit binds (a
+ * simplex iteration costs about 0.12 ms on the 5,600 columns of resnet8's
+ * program). The root LP of graphs of 30-40 ops needs 2,500-7,000
+ * iterations, so there exact contributes its starting plans (its greedy and
+ * the warm-start strategies), which run to their end; programs small enough
+ * for the LP to finish get their branch and bound. A --time-limit the user
+ * gives still caps it, as a time. On larger graphs GLPK rarely proves
+ * anything within auto's time goal (README, "How auto decides"). */
 #define EXACT_IN_AUTO_MAX_OPS 40
-#define EXACT_IN_AUTO_SECONDS 0.35
+#define EXACT_IN_AUTO_NODES 60
+#define EXACT_IN_AUTO_LP_ITERATIONS 800
+#define EXACT_IN_AUTO_ITERATIONS 1200
 
-static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_options *sub)
+static remat_status run_exact(auto_state *S, remat_planner *Q)
 {
     const remat_plan_options *o = S->P->o;
     if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact)
@@ -770,8 +781,9 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     /* The incumbent meets the bound: optimal, nothing to prove. */
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
         return REMAT_OK;
-    sub->time_limit = o->time_limit > 0 && o->time_limit < EXACT_IN_AUTO_SECONDS ? o->time_limit
-                                                                               : EXACT_IN_AUTO_SECONDS;
+    Q->exact_nodes = EXACT_IN_AUTO_NODES;
+    Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
+    Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
     remat_plan cand;
     remat_plan_init(&cand);
     remat_eval e;
@@ -779,7 +791,7 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     candidate small[MAX_CANDIDATES];
     size_t n_small = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_SMALL_ONLY, 0, small);
     if (n_small == 0) {
-        sub->time_limit = o->time_limit;
+        Q->exact_nodes = Q->exact_lp_iterations = Q->exact_iterations = 0;
         return REMAT_OK;
     }
     remat_status st = run_candidate(Q, small[0].strategy, &cand, &e, &fk);
@@ -798,7 +810,7 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
         offer(S, &cand, &e, small[0].strategy, fk, 0);
     }
     remat_plan_destroy(&cand);
-    sub->time_limit = o->time_limit;
+    Q->exact_nodes = Q->exact_lp_iterations = Q->exact_iterations = 0;
     return st;
 }
 
@@ -904,7 +916,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {
         Q.incumbent = S.have ? &out->schedule : NULL;
         Q.known_bound = S.lb;
-        st = run_exact(&S, &Q, &sub);
+        st = run_exact(&S, &Q);
         Q.incumbent = NULL;
     }
     P->evaluations += Q.evaluations;
