@@ -151,6 +151,8 @@ remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_aft
         for (int c = 0; c < REMAT_CAT_COUNT; c++)
             r->peak_by_category[c] = step_hw(R, c);
     }
+    R->step_total = total;
+    R->step_act = act;
     if (act > r->activation_peak || R->index == 0) {
         r->activation_peak = act;
         r->activation_peak_index = R->index;
