@@ -121,6 +121,10 @@ typedef struct remat_gen_opts {
     uint32_t heads;        /* -a/--heads: attention heads a (must divide h) */
     uint32_t vocab;        /* --vocab */
     bool dropout;          /* --dropout: Megatron's three dropouts per layer, each saving a 1-byte mask */
+    /* transformer: Megatron tensor parallelism (one rank's graph) */
+    uint32_t tp;           /* --tp: tensor-parallel degree t (1 = none; must divide heads, and seq with sp) */
+    bool sp;               /* --sp: sequence parallelism over the same t ranks (Korthikanti et al. section 4.2.2) */
+    bool selective;        /* --selective: the attention core as one checkpointed op (Korthikanti et al. section 5) */
 } remat_gen_opts;
 
 /* Fills o with the family's defaults: chain of 16 ops of 1 MiB and 10^9
