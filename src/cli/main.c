@@ -23,7 +23,10 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
-    {"plan", cmd_plan, "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json]",
+    {"plan", cmd_plan,
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json] "
+     "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
+     "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
