@@ -26,7 +26,7 @@
  *
  * remat_pp_plan cuts the graph, writes each virtual stage as its own graph
  * (remat_pp_stage_graph: received activations become inputs that want a
- * gradient, activations read by later stages become outputs, whose
+ * gradient, activations that following stages read become outputs, whose
  * gradients are received), plans rematerialization for each stage with the
  * given options, and judges each device under the per-device budget with
  * its multiplicity: its persistent state (params, gradients, optimizer
@@ -106,7 +106,7 @@ remat_status remat_pp_parse_stages(const char *text, uint32_t n_ops, uint32_t n,
 
 /* The ops at forward positions [first, end) as a remat-graph of their own
  * (see above), named "<graph>.stage<k>"; *json is freed with remat_free.
- * REMAT_EINVAL when an op saves a tensor of a later stage. O(size). */
+ * REMAT_EINVAL when an op saves a tensor that a following stage makes. O(size). */
 remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, char **json,
                                   size_t *len, remat_err *err);
 
