@@ -55,6 +55,17 @@
  *                layer: exactly Korthikanti et al.'s s*b*h*(34 + 5*a*s/h) at
  *                p = 2, plus the layernorm statistics the paper leaves out as
  *                small buffers.                             ops = 18*layers + 4
+ *                With `tp` = t > 1, one rank of Megatron-LM tensor
+ *                parallelism: QKV and fc1 split by columns, W_o and fc2 by
+ *                rows, a/t heads, the collectives as ops (tp_copy and an
+ *                in-place all_reduce per parallel region; with `sp`,
+ *                all_gather and reduce_scatter, the sequence split t ways
+ *                outside them); `selective` fuses the attention core into
+ *                one checkpointed core_attention op. Saved bytes per layer
+ *                are then Korthikanti et al.'s Table 2 (graphs/README.md,
+ *                "Tensor-parallel ranks and pipeline stages").
+ *                                 ops += 4*layers (t > 1), + 2 (sp),
+ *                                        - 3*layers (selective; 2 without dropout)
  *   unet         `depth` encoder levels (conv-relu-conv-relu, max-pool with an
  *                indices output), a bottleneck, `depth` decoder levels
  *                (transposed conv, concat with the encoder's long skip,
