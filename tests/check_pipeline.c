@@ -105,11 +105,12 @@ END_TEST
 
 /* A chain of 8 ops, 1 MiB activations, a 1 KiB param per op, cut 0:4, 4:8.
  * Each op saves its inputs, so between its forward and its backward one
- * microbatch leaves on each stage exactly four activations: stage 0 its
- * input x and t1..t3 (t4 is sent, and only stage 1 reads it), stage 1 the
- * received t4 and t5..t7 (the loss is no one's save). A device's peak then
- * grows by 4 MiB per extra microbatch in flight: 1F1B device 0 holds
- * min(2, M), GPipe M. */
+ * microbatch leaves on each stage exactly five tensors: stage 0 its input x
+ * and t1..t3, which its backward reads, and t4, which it sent (the runtime
+ * keeps a sent output until the backward: torch.autograd.backward's
+ * argument); stage 1 the received t4 and t5..t7 and its output, the loss.
+ * A device's peak then grows by 5 MiB per extra microbatch in flight: 1F1B
+ * device 0 holds min(2, M), GPipe M. */
 static remat_graph *chain8(void)
 {
     remat_gen_opts o;
@@ -154,7 +155,7 @@ START_TEST(pipeline_should_hold_each_in_flight_microbatch)
     remat_pp_result one, r;
     plan_chain(a, REMAT_PP_1F1B, 1, 0, &one, REMAT_OK);
     for (uint32_t v = 0; v < 2; v++) {
-        ck_assert_uint_eq(one.stages[v].held, 4 * MiB);
+        ck_assert_uint_eq(one.stages[v].held, 5 * MiB);
         ck_assert_uint_eq(one.stages[v].persistent, 2 * 4 * 1024); /* 4 params and their gradients */
     }
     ck_assert_uint_eq(one.stages[0].send_bytes, MiB);
@@ -162,13 +163,13 @@ START_TEST(pipeline_should_hold_each_in_flight_microbatch)
     for (uint32_t M = 1; M <= 6; M++) {
         plan_chain(a, REMAT_PP_1F1B, M, 0, &r, REMAT_OK);
         ck_assert_uint_eq(r.timeline.max_in_flight[0], M < 2 ? M : 2);
-        ck_assert_uint_eq(r.device_peak[0] - one.device_peak[0], ((M < 2 ? M : 2) - 1) * 4 * MiB);
+        ck_assert_uint_eq(r.device_peak[0] - one.device_peak[0], ((M < 2 ? M : 2) - 1) * 5 * MiB);
         ck_assert_uint_eq(r.device_peak[1], one.device_peak[1]); /* the last stage holds one */
         ck_assert_uint_eq(r.largest, 0);
         remat_pp_result_destroy(&r);
         plan_chain(a, REMAT_PP_GPIPE, M, 0, &r, REMAT_OK);
-        ck_assert_uint_eq(r.device_peak[0] - one.device_peak[0], (M - 1) * 4 * MiB);
-        ck_assert_uint_eq(r.device_peak[1] - one.device_peak[1], (M - 1) * 4 * MiB);
+        ck_assert_uint_eq(r.device_peak[0] - one.device_peak[0], (M - 1) * 5 * MiB);
+        ck_assert_uint_eq(r.device_peak[1] - one.device_peak[1], (M - 1) * 5 * MiB);
         remat_pp_result_destroy(&r);
     }
     remat_pp_result_destroy(&one);

@@ -11,12 +11,12 @@
  *               are there for the rest of the step);
  *   held        what one microbatch leaves resident between its forward and
  *               its backward: the kept activations, its inputs (the received
- *               activation, a first stage's data), less the activations it
- *               sent that its own backward never reads (Megatron-LM frees a
- *               sent output's data: deallocate_output_tensor);
- *   running     the replayed peak less the persistent bytes at that moment:
- *               one microbatch's forward and backward, its workspace and the
- *               gradients it receives and sends.
+ *               activation, a first stage's data) and the outputs it sent,
+ *               which the runtime keeps for the backward;
+ *   running     the largest high-water mark of the other categories over
+ *               one microbatch's forward and backward: its workspace and the
+ *               gradients it receives and sends, a received gradient held
+ *               until its backward returns (the caller's reference).
  * The schedule's simulation (pp_schedule.c) says, for each event of a
  * device, how many microbatches of each of its chunks are held by others;
  * the device's peak is its chunks' persistent bytes plus the largest
@@ -38,7 +38,8 @@
 typedef struct {
     remat_graph *g;
     remat_analysis *a;
-    uint8_t *sent_unsaved; /* per tensor of the stage graph: an output storage no backward step reads */
+    uint8_t *out_storage;  /* per tensor of the stage graph: 1 for the storage of an output */
+    uint64_t *grad_hold;   /* per op: bytes of the received gradients of the sent outputs it makes */
 } stage_graph;
 
 void remat_pp_result_destroy(remat_pp_result *r)
@@ -72,21 +73,11 @@ static remat_status open_stage(const remat_analysis *a, uint32_t first, uint32_t
     if (s != REMAT_OK)
         return s;
     const remat_graph *g = sg->g;
-    sg->sent_unsaved = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
-    uint8_t *saved = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
-    if (!sg->sent_unsaved || !saved) {
-        remat__free(saved);
+    sg->out_storage = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!sg->out_storage)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning pipeline stage %u", k);
-    }
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        if (sg->a->saver_off[t + 1] > sg->a->saver_off[t])
-            saved[g->tensors[t].storage] = 1;
-    for (uint32_t i = 0; i < g->n_outputs; i++) {
-        uint32_t s0 = g->tensors[g->outputs[i]].storage;
-        if (!saved[s0] && g->tensors[s0].kind == REMAT_TENSOR_ACTIVATION)
-            sg->sent_unsaved[s0] = 1;
-    }
-    remat__free(saved);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        sg->out_storage[g->tensors[g->outputs[i]].storage] = 1;
     /* What crosses: inputs that are activations of the whole graph
      * (received) and this stage's outputs (sent). */
     for (uint32_t t = 0; t < g->n_tensors; t++) {
@@ -95,9 +86,17 @@ static remat_status open_stage(const remat_analysis *a, uint32_t first, uint32_t
             a->g->tensors[whole].kind == REMAT_TENSOR_ACTIVATION)
             st->recv_bytes += g->tensors[t].logical_bytes;
     }
-    for (uint32_t i = 0; i < g->n_outputs; i++)
-        if (!a->is_output[remat_graph_find_tensor(a->g, g->tensors[g->outputs[i]].id)])
-            st->send_bytes += g->tensors[g->outputs[i]].logical_bytes;
+    sg->grad_hold = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *sg->grad_hold);
+    if (!sg->grad_hold)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning pipeline stage %u", k);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        const remat_tensor *T = &g->tensors[g->outputs[i]];
+        if (!a->is_output[remat_graph_find_tensor(a->g, T->id)]) {
+            st->send_bytes += T->logical_bytes;
+            if (T->producer != REMAT_NONE)
+                sg->grad_hold[T->producer] += T->logical_bytes;
+        }
+    }
     for (uint32_t i = 0; i < g->n_ops; i++) {
         st->fwd_flops += (double)g->ops[i].flops;
         if (sg->a->bwd_step[i] != REMAT_NONE)
@@ -124,32 +123,58 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
         return s;
     const remat_replay_result *r = &st->replay;
     st->persistent = 0;
-    uint64_t at_peak = 0;
     for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        if (PERSISTENT_CATS & (1u << c)) {
+        if (PERSISTENT_CATS & (1u << c))
             st->persistent += r->category_peak[c];
-            at_peak += r->peak_by_category[c];
-        }
-    st->running = r->peak_bytes - at_peak;
     *bwd_time = st->bwd_flops + (double)r->flops_recompute;
-    /* Held: replay up to the first backward step and read what is live. */
+    /* One more pass over the schedule with the cursor: held is what is live
+     * when the first backward step comes; running is the largest
+     * high-water mark of everything but the persistent categories, plus,
+     * once remat's rules have freed them, the outputs the stage sent and
+     * the gradients it received: the pipeline's runtime keeps its
+     * references to both until the microbatch's backward returns
+     * (torch.autograd.backward's arguments; Megatron-LM's output_tensor and
+     * output_tensor_grad, unless deallocate_pipeline_outputs frees the
+     * output's data). */
+    const uint32_t np = REMAT_CAT_MASK_ALL & ~(uint32_t)PERSISTENT_CATS;
+    const uint32_t held_mask = (1u << REMAT_CAT_INPUTS) | (1u << REMAT_CAT_ACTIVATIONS) | (1u << REMAT_CAT_RECOMPUTED);
+    const remat_graph *g = sg->g;
+    uint8_t *kept = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!kept)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline stage");
     remat_replay_cursor *cur = NULL;
     s = remat_replay_begin(sg->a, NULL, NULL, &cur, err);
+    uint64_t extra = 0, running = 0;
+    int seen_bwd = 0;
     for (size_t i = 0; s == REMAT_OK && i < st->plan.schedule.n; i++) {
         remat_instr in = st->plan.schedule.ins[i];
-        if (in.kind == REMAT_I_BWD)
-            break;
+        if (in.kind == REMAT_I_BWD && !seen_bwd) {
+            seen_bwd = 1;
+            st->held = remat_replay_live(cur, held_mask) + extra;
+        }
+        uint64_t hw = remat_replay_live(cur, np) + remat_replay_cost(cur, in, np) + extra;
+        if (hw > running)
+            running = hw;
         s = remat_replay_apply(cur, in, err);
+        if (s != REMAT_OK)
+            break;
+        if (in.kind == REMAT_I_BWD)
+            extra += sg->grad_hold[in.arg];
+        /* An output, once made, stays until the backward returns. */
+        for (uint32_t t = 0; t < g->n_tensors; t++) {
+            if (!sg->out_storage[t])
+                continue;
+            int now = remat_replay_resident(cur, t);
+            if (now && !kept[t]) {
+                kept[t] = 1;
+            } else if (!now && kept[t] == 1) {
+                kept[t] = 2;
+                extra += g->tensors[t].bytes;
+            }
+        }
     }
-    if (s == REMAT_OK) {
-        const uint32_t mask = (1u << REMAT_CAT_INPUTS) | (1u << REMAT_CAT_ACTIVATIONS) | (1u << REMAT_CAT_RECOMPUTED);
-        uint64_t held = remat_replay_live(cur, mask);
-        const remat_graph *g = sg->g;
-        for (uint32_t t = 0; t < g->n_tensors; t++)
-            if (sg->sent_unsaved[t] && remat_replay_resident(cur, t) && held >= g->tensors[t].bytes)
-                held -= g->tensors[t].bytes;
-        st->held = held;
-    }
+    remat__free(kept);
+    st->running = running;
     remat_replay_cursor_destroy(cur);
     return s;
 }
@@ -300,7 +325,8 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
             r->largest = d;
 out:
     for (uint32_t v = 0; sg && v < n; v++) {
-        remat__free(sg[v].sent_unsaved);
+        remat__free(sg[v].out_storage);
+        remat__free(sg[v].grad_hold);
         remat_analysis_destroy(sg[v].a);
         remat_graph_destroy(sg[v].g);
     }

@@ -21,16 +21,16 @@ expect gen_tp_not_chain 2 "--tp does not apply to chain" -- "$REMAT" gen chain -
 "$REMAT" gen chain --ops 8 --param-bytes 1KiB -o "$T/c8.json"
 expect pp_plan_1f1b 0 "pipeline 1f1b: 2 devices x 4 microbatches" -- \
     "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-stages 0:4,4:8
-expect pp_plan_largest 0 "device 0 peak 10.01 MiB (10493952 B), 2 in flight  <- largest" -- \
+expect pp_plan_largest 0 "device 0 peak 12.01 MiB (12591104 B), 2 in flight  <- largest" -- \
     "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-stages 0:4,4:8
-expect pp_plan_gpipe 0 "device 1 peak 18.01 MiB (18882560 B), 4 in flight" -- \
+expect pp_plan_gpipe 0 "device 1 peak 22.01 MiB (23076864 B), 4 in flight" -- \
     "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-schedule gpipe --pp-stages 0:4,4:8
 expect pp_plan_bubble 0 "bubble 20.00% of device time (25.00% of the ideal)" -- \
     "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-stages 0:4,4:8
 expect pp_plan_json 0 '"in_flight": 2, "peak_bytes": ' -- \
     "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --json
-expect pp_plan_budget 0 "device 0 peak 8.01 MiB (8396800 B), 2 in flight  <- largest" -- \
-    "$REMAT" plan "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 8.5MiB
+expect pp_plan_budget 0 "device 0 peak 9.01 MiB (9445376 B), 2 in flight  <- largest" -- \
+    "$REMAT" plan "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB
 expect pp_plan_infeasible 4 "pipeline stage 0 (device 0, ops 0:4): strategy auto cannot meet" -- \
     "$REMAT" plan "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 3MiB
 expect pp_plan_interleaved 0 "pipeline interleaved:2: 2 devices x 4 microbatches, 4 stages" -- \
