@@ -33,7 +33,9 @@ static const remat_command commands[] = {
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
-    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]",
+    {"replay", cmd_replay,
+     "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE] | GRAPH --pp P [--microbatches M] "
+     "[--pp-schedule S] [--pp-stages A:B,...] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
     {"ledger", cmd_ledger,
      "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "

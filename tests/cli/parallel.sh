@@ -44,3 +44,9 @@ expect pp_too_many_stages 2 "every stage needs at least one op" -- "$REMAT" plan
 expect pp_no_output 2 "-o with --pp" -- "$REMAT" plan "$T/c8.json" --pp 2 -o "$T/p.json"
 expect pp_no_activation_budget 2 "--activation-budget with --pp" -- \
     "$REMAT" plan "$T/c8.json" --pp 2 --activation-budget 8MiB
+
+# replay --pp: each stage's store-all schedule, the same devices as plan's.
+expect pp_replay 0 "device 0 peak 12.01 MiB (12591104 B), 2 in flight  <- largest" -- \
+    "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8
+expect pp_replay_no_plan 2 "--pp replays each stage's store-all schedule" -- \
+    "$REMAT" replay "$T/c8.json" "$T/c8.json" --pp 2
