@@ -31,9 +31,13 @@
  * given options, and judges each device under the per-device budget with
  * its multiplicity: its persistent state (params, gradients, optimizer
  * state) once, the bytes every other in-flight microbatch holds between its
- * forward and its backward, and the running microbatch's own replayed peak
- * (which includes the activation it receives and sends and the gradient it
- * receives and sends). Stages may get different plans; the first holds most.
+ * forward and its backward (what its backward reads, and the output it sent,
+ * which the runtime keeps for the backward), and the running microbatch's
+ * own replayed high-water mark (with the activation and gradient it
+ * receives and sends; the received gradient and the sent output stay until
+ * its backward returns, as torch.autograd.backward's arguments do). Stages
+ * may get different plans; the first holds most. tests/torch/pp_1f1b.py
+ * measures each stage of a real 1F1B run against this.
  *
  *     remat_pp_config c = {REMAT_PP_1F1B, 4, 8, 1};
  *     remat_pp_result r;
@@ -116,7 +120,7 @@ typedef struct remat_pp_stage {
     double fwd_flops, bwd_flops; /* bwd includes the plan's recomputation */
     uint64_t persistent;       /* params, their gradients, optimizer state: once per device */
     uint64_t held;             /* one microbatch between its forward and its backward */
-    uint64_t running;          /* one microbatch's replayed peak less `persistent` */
+    uint64_t running;          /* one microbatch's high-water mark beyond the persistent categories */
     uint64_t recv_bytes, send_bytes; /* activations in from the previous stage, out to the next */
     uint64_t budget;           /* what its plan was made under (0: no budget) */
     remat_plan plan;
