@@ -389,8 +389,10 @@ static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t s
     remat_analysis *a = NULL;
     remat_err e;
     remat_err_init(&e);
-    if (ok && (remat_graph_load_json(b.data, b.len, c->source, &g, &e) != REMAT_OK ||
-               remat_analyze(g, &a, &e) != REMAT_OK)) {
+    ok = ok && remat_graph_load_json(b.data, b.len, c->source, &g, &e) == REMAT_OK;
+    remat_buf_destroy(&b); /* the graph holds copies of what it needs: the text can go before the analysis */
+    ok = ok && remat_analyze(g, &a, &e) == REMAT_OK;
+    if (!ok && e.code != REMAT_OK) {
         if (e.code == REMAT_ENOMEM)
             ok = remat__dtr_nomem(c);
         else
@@ -402,7 +404,6 @@ static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t s
             c->op.v[o].has_bwd = a->bwd_step[k++] != REMAT_NONE;
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
-    remat_buf_destroy(&b);
     return ok;
 }
 
