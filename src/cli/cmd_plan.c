@@ -275,8 +275,9 @@ static void print_infeasible_json(const remat_analysis *a, const remat_plan_opti
         remat_buf_printf(&b, ", \"smallest_budget\": %llu", (unsigned long long)smallest);
     else
         remat_buf_puts(&b, ", \"smallest_budget\": null");
+    char said[2 * REMAT_ERR_MSG_MAX];
     remat_buf_puts(&b, ", \"message\": ");
-    remat_buf_json_str(&b, err->msg);
+    remat_buf_json_str(&b, remat_cli_in_flags(err, said, sizeof said));
     remat_buf_puts(&b, "}\n");
     if (!b.failed)
         fputs(b.data, f);
