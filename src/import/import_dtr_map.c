@@ -18,8 +18,8 @@
 
 #define NONE REMAT_DTR_NONE
 
-/* Records "source: message" (REMAT_EGRAPH) and returns 0: what this half
- * refuses is the log as a whole, not a line. */
+/* Records "source: message" (REMAT_EGRAPH, the file in err's location)
+ * and returns 0: what this half refuses is the log as a whole, not a line. */
 static int fail(dtr_cx *c, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -28,12 +28,10 @@ static int fail(dtr_cx *c, const char *fmt, ...)
 
 static int fail(dtr_cx *c, const char *fmt, ...)
 {
-    char detail[REMAT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, NULL, NULL, fmt, ap);
     va_end(ap);
-    remat_err_set(c->err, REMAT_EGRAPH, "%s: %s", c->source, detail);
     return 0;
 }
 
@@ -94,8 +92,9 @@ static int add_save(dtr_cx *c, uint32_t op, uint32_t ti)
 static int give_time(dtr_cx *c, uint32_t op, uint64_t time)
 {
     if (!remat_u64_add(c->op.v[op].bwd_time, time, &c->op.v[op].bwd_time)) {
-        remat_err_set(c->err, REMAT_EOVERFLOW, "%s: the backward TIME given to op '%.80s' (line %u) exceeds 2^64-1 ns",
-                      c->source, c->t.v[c->ref.v[c->op.v[op].out_off]].id, c->op.v[op].line);
+        const char *id = c->t.v[c->ref.v[c->op.v[op].out_off]].id;
+        remat__err_at(c->err, REMAT_EOVERFLOW, c->source, 0, 0, NULL, id,
+                      "the backward TIME given to op '%.80s' (line %u) exceeds 2^64-1 ns", id, c->op.v[op].line);
         return 0;
     }
     return 1;
