@@ -415,8 +415,8 @@ int cmd_plan(int argc, char **argv)
                 rc = remat_cli_fail(&err);
         }
         if (rc == REMAT_EXIT_OK) {
-            text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
-                                       &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .r = &r};
+            text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &err);
             if (!text) {
                 rc = remat_cli_fail(&err);
             } else if (json) {
