@@ -90,6 +90,11 @@ static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint
  * already made), or from a replay of its own when there are none. */
 static remat_status current_tail(remat_planner *Q, remat__delta *D, const remat_schedule *s, uint64_t *fwd_tail)
 {
+    if (Q->o->extras.sharding) { /* the observer would see collectives too: no filter */
+        for (uint32_t i = 0; i < Q->a->g->n_ops; i++)
+            fwd_tail[i] = 0;
+        return REMAT_OK;
+    }
     const uint64_t *marks = D ? remat__delta_marks(D, Q->o->budget_kind == REMAT_BUDGET_ACTIVATION) : NULL;
     if (!marks)
         return forward_tail(Q, s, fwd_tail);
