@@ -39,6 +39,7 @@ functorch's min-cut partitioner and its default (save what the forward
 made) partitioner, through the same interpreter: the peers the bench
 compares with.
 """
+import bisect
 import json
 import os
 import re
@@ -188,9 +189,23 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
     kinds = {p.name: "param" if i < n_params else "input" for i, p in enumerate(primals)}
     ops = []
     by_id = {}
+    # Views that only the backward reads (a transpose of a saved q for its bmm's backward): the joint
+    # graph computes them from forward values, so they look like forward ops, and as forward ops remat
+    # would run them at the end of the forward, holding their base's storage until then. They are the
+    # base itself, read by the backward (the backward graph makes the view where it reads it).
+    fwd_set = set(fwd)
+    bwd_view = set()
+    for n in reversed(fwd):
+        if (_pkt(n) in VIEWS and n.users and
+                all(u not in fwd_set or u in bwd_view for u in n.users if u.op != "output") and
+                all(u.op != "output" for u in n.users)):
+            bwd_view.add(n)
     for n in fwd:
         name = _pkt(n)
         if name == "getitem":
+            continue
+        if n in bwd_view and n.all_input_nodes and n.all_input_nodes[0] in tid:
+            tid[n] = tid[n.all_input_nodes[0]]
             continue
         ins = []
         for a in n.all_input_nodes:
@@ -208,6 +223,19 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
         d = {"id": n.name, "op": name, "inputs": list(dict.fromkeys(ins))}
         if multi:
             outs = sorted((u for u in n.users if _pkt(u) == "getitem"), key=lambda u: u.args[1])
+            src = [a for a in n.all_input_nodes if a in sizes and a in tid]
+            base = [next((a for a in src if u in sizes and sizes[a][0] == sizes[u][0]), None) for u in outs]
+            if outs and all(b is not None for b in base):
+                # split/unbind/chunk: every output is a view of the input's storage, one view op each
+                # (as one op with outputs they would each count the whole storage as new bytes)
+                for u, b in zip(outs, base):
+                    utm = _meta(u)
+                    v = {"id": u.name, "op": name, "inputs": [tid[b]], "alias_of": tid[b], "bytes": _bytes(utm),
+                         "dtype": ex.DTYPE_NAMES.get(utm.dtype, "f32"), "shape": list(utm.shape), "_node": n}
+                    tid[u] = u.name
+                    ops.append(v)
+                    by_id[v["id"]] = v
+                continue
             lst = []
             for u in outs:
                 utm = _meta(u)
@@ -449,6 +477,9 @@ def runner(gm, _inputs=None):
             elif n.op == "get_attr":
                 env[n] = getattr(gm, n.target)
             elif n.op == "output":
+                if MARK_RETURNED and returned:
+                    with torch.profiler.record_function("remat_torch:backward_end"):
+                        pass
                 return list(load(n.args[0], env))
             for a in free_after.get(i, ()):
                 env.pop(a, None)
@@ -566,27 +597,45 @@ def parse_bytes(b):
 
 def measured_peaks(prof):
     """(step peak, activation peak) of a profiled step: the peak of the allocator's running sum, and the
-    peak of the same sum less the parameter gradients the backward graph has returned so far (marked by
-    the runner when MARK_RETURNED is set; a gradient counts as an activation until its node has run, so
-    the activation figure errs high): remat's activation peak (activations, recomputed activations,
-    activation gradients, workspace) as PyTorch's allocator sees it."""
-    evs = prof.profiler.kineto_results.events()
-    mem = [(e.start_us(), 1, e.nbytes()) for e in evs if e.name() == "[memory]"]
-    marks = []
+    peak of the same sum less the parameter gradients the backward graph has returned (marked by the
+    runner when MARK_RETURNED is set), each from the allocation that made it: the latest allocation of
+    its size before its mark that no free of that size undoes (allocator events carry no address). That is remat's activation peak
+    (activations, recomputed activations, activation gradients, workspace) as PyTorch's allocator sees
+    it, up to the backward graph's end (after it autograd only moves the gradients into .grad)."""
+    evs = list(prof.profiler.kineto_results.events())
+    mem = sorted(((e.start_us(), e.nbytes()) for e in evs if e.name() == "[memory]"), key=lambda x: x[0])
+    marks, end = [], None
     for e in evs:
         if e.name().startswith("remat_torch:returned:"):
             _, _, ptr, nb = e.name().split(":")
-            marks.append((e.start_us(), 2, (int(ptr), int(nb))))
-    cur = peak = grads = act = 0
+            marks.append((e.start_us(), int(ptr), int(nb)))
+        elif e.name() == "remat_torch:backward_end":
+            end = e.start_us()
+    times = [t for t, _ in mem]
+    grad_at = {}                 # memory event index -> gradient bytes it allocated
     seen = set()
-    for _, kind, v in sorted(mem + marks, key=lambda x: (x[0], x[1])):
-        if kind == 1:
-            cur += v
-            peak = max(peak, cur)
+    for t, ptr, nb in sorted(marks):
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        k = bisect.bisect_right(times, t) - 1
+        freed = 0                # frees of this size after k: the allocations they undo were temporaries
+        while k >= 0:
+            if mem[k][1] == -nb:
+                freed += 1
+            elif mem[k][1] == nb and k not in grad_at:
+                if not freed:
+                    break
+                freed -= 1
+            k -= 1
+        grad_at[max(k, 0)] = grad_at.get(max(k, 0), 0) + nb
+    cur = peak = grads = act = 0
+    for k, (t, nb) in enumerate(mem):
+        cur += nb
+        grads += grad_at.get(k, 0)
+        peak = max(peak, cur)
+        if end is None or t <= end:
             act = max(act, cur - grads)
-        elif v[0] not in seen:
-            seen.add(v[0])
-            grads += v[1]
     return peak, act
 
 
