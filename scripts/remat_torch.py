@@ -18,7 +18,14 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    backward nodes show which forward values are read at all; each is given
    to the op whose ATen formula reads it (an input of most ops, the output of
    relu/sigmoid/tanh/softmax/exp, the statistics or indices output of
-   batch/layer norm and max-pool), else to the op that made it.
+   batch/layer norm and max-pool), else to the op that made it. Which op's
+   formula reads a value is read off the joint graph: each backward node
+   belongs to the forward op whose derivative it is (convolution_backward
+   to convolution, threshold_backward to relu; torch_schedule.Owners), else
+   to the op holding most of the forward values it reads. split/unbind
+   outputs are views of their input; views that only the backward reads
+   are their base. Batch norm's CPU backward temporary (as large as its
+   input) is measured as bwd_workspace beside convolution's.
 3. remat plans under the budget: `remat plan GRAPH --strategy S --budget B
    -o PLAN --json`, run as a subprocess (the binary is the `remat` argument,
    $REMAT, or build/remat of this checkout); the command and the plan's
@@ -29,6 +36,14 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    nodes it needs into the backward graph). The copies are then moved, each
    to just before its first user, so a recomputed value lives only while its
    backward needs it, as remat's schedule does.
+   That is a keep set's schedule. A plan with a schedule of its own (dtr,
+   revolve, chain-dp, exact, or auto choosing one of them) recomputes a
+   value several times or frees it between uses, and may evict during the
+   forward: torch_schedule.build makes forward and backward graphs that run
+   that schedule, one copy per RECOMPUTE instance, each gradient node
+   reading the instance remat has live at its BWD step. compile's
+   schedule="always" runs keep-set plans that way too, "never" asks only
+   keep-set strategies.
 5. Both graphs run in a small interpreter that frees every value after its
    last use and lets the backward drop each saved tensor once read for the
    last time (the boxed calling convention), so PyTorch's live memory follows
@@ -534,7 +549,7 @@ def _warm(compiled, example_inputs):
 
 
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
-# policy"): the schedule this module builds. auto qualifies when its choice is one of them.
+# policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
 CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
               ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
@@ -542,9 +557,8 @@ CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sq
 
 def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report, schedules=True):
     """Asks remat for a plan under the budget from each candidate strategy (one subprocess each, the
-    commands recorded in report["commands"]); keeps the feasible keep-set plan with the least extra FLOPs.
-    A schedule of its own (revolve, exact, dtr, chain-dp) replays recomputation this module does not
-    build, so auto's plan is taken only when its choice hands a keep set to the default policy."""
+    commands recorded in report["commands"]); keeps the feasible plan with the least extra FLOPs
+    (schedules=False: keep-set plans only)."""
     best = None
     report["commands"] = []
     for i, cand in enumerate(strategies):
@@ -578,7 +592,8 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
 
 def is_keep_set(chosen):
     """Whether a plan's strategy hands a keep set to remat's default policy (auto's local search does)."""
-    return chosen in KEEP_SET or str(chosen).startswith("local")
+    name = str(chosen).split("/")[0]     # chen-greedy/linearized, sqrtn/paper
+    return name in KEEP_SET or name.startswith("local")
 
 
 UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 10 ** 3,

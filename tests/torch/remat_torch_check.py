@@ -10,19 +10,22 @@ For each model (small configurations: CPU, one thread) and each fraction f:
    joint graph; `remat replay` its store-all peak P (whole step), its
    activation peak A (activations, their gradients, workspace: what a plan
    can change) and the bytes R resident before the step (params and inputs).
-   The budget (remat's --budget, on the whole step) is B = P - (1 - f) x A:
-   f of the store-all activation memory, the weights and their gradients
-   as they are.
-2. remat_torch.compile(model, inputs, budget=B, calibrate=2) plans with remat
-   and builds the training step (planning again under B less the measured
-   excess when a measured step overshoots B, at most twice); one step runs
-   under torch.profiler(profile_memory=True)
-   (the peak of the allocator's running sum: what the step allocates beyond
-   what existed before it).
+   The budget is remat's --activation-budget f x A (the quantity Checkmate
+   calls the budget; with --budget-kind total, --budget P - (1 - f) x A on
+   the whole step, the weights and their gradients as they are).
+2. remat_torch.compile(model, inputs, budget=...) plans with remat (every
+   candidate strategy, the least extra FLOPs within the budget) and builds
+   the training step: a keep set through functorch's split, a schedule of
+   its own through scripts/torch_schedule.py; one step runs under
+   torch.profiler(profile_memory=True): its step peak (the peak of the
+   allocator's running sum: what the step allocates beyond what existed
+   before it) and its activation peak (the same less the parameter
+   gradients the backward has returned, remat_torch.measured_peaks).
 3. Checks: every parameter gradient bit-identical (torch.equal) to eager
-   PyTorch's on the same weights, input and RNG state; the measured peak
-   within the tolerance (default 5%) of remat's prediction (the plan's
-   replayed peak less R); R + measured peak within B.
+   PyTorch's on the same weights, input and RNG state; the measured step
+   peak within the tolerance (default 5%) of remat's prediction (the plan's
+   replayed peak less R); the measured activation peak within the budget
+   (with --budget-kind total: R + the measured step peak within it).
 
 Prints one line per model and fraction; exits 1 on a failed check.
 """
