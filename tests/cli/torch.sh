@@ -79,6 +79,8 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
     # the measured activation peak within the budget, the measured step peak
     # within 10% (chain) and 5% (GPT) of remat's prediction. README has the
     # whole table (resnet18, GPT, U-Net at 0.5, 0.7 and 0.9).
+    expect torch_schedule_instances 0 "ok b read at 10 (none later: the last one): 8" -- \
+        $PYT tests/torch/schedule_instances.py
     expect torch_remat_torch_chain 0 "ok f=0.9" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.9 --no-auto --tolerance 0.10
     expect torch_remat_torch_gpt_schedule 0 "ok f=0.5 activation-budget 8865794 B: dtr (schedule graphs)" -- \
