@@ -10,6 +10,7 @@
  * trace's intervals.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/trace.h"
 
 #include <getopt.h>
@@ -18,13 +19,18 @@
 
 int cmd_audit(int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_AUDIT, own, buf);
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    L.cmd = "audit";
     remat_trace_options o;
     remat_trace_options_init(&o);
     o.top = 10;
@@ -32,6 +38,12 @@ int cmd_audit(int argc, char **argv)
     const char *out = "-";
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("audit", c, optarg, &L);
+        if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
         switch (c) {
         case 't': {
             uint64_t v;
@@ -54,20 +66,23 @@ int cmd_audit(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &L, &g, &a, &plan, &t);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
         return rc;
     }
     o.label = plan.strategy;
     remat_err err;
     remat_err_init(&err);
     size_t len = 0;
-    char *text = remat_trace_audit(t, &o, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    remat_report_input in = {.trace = t, .trace_options = &o};
+    char *text = remat_report_write(REMAT_DOC_AUDIT, &in, remat_cli_format(REMAT_DOC_AUDIT, json), &len, &err);
     rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -41,9 +41,11 @@ static const remat_command commands[] = {
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
-     "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] -o FILE",
+     "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] [ledger options, --dp N --zero K, "
+     "--deepspeed-config FILE] -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
-    {"audit", cmd_audit, "GRAPH [PLAN] [--top N] [--json] [-o FILE]",
+    {"audit", cmd_audit,
+     "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"step", cmd_step,
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
@@ -100,6 +102,25 @@ static int cmd_help(int argc, char **argv)
     }
     print_help(stdout);
     return REMAT_EXIT_OK;
+}
+
+const struct option *remat_cli_options(remat_report_doc doc, const struct option *own, struct option *opts)
+{
+    size_t k = 0, n;
+    for (; own[k].name; k++)
+        opts[k] = own[k];
+    const remat_report_doc_info *d = remat_report_docs(&n);
+    if ((d[doc].formats & (1u << REMAT_REPORT_JSON)) && d[doc].first != REMAT_REPORT_JSON)
+        opts[k++] = (struct option){"json", no_argument, NULL, 'j'};
+    opts[k] = (struct option){NULL, 0, NULL, 0};
+    return opts;
+}
+
+remat_report_format remat_cli_format(remat_report_doc doc, int json)
+{
+    size_t n;
+    const remat_report_doc_info *d = remat_report_docs(&n);
+    return json && (d[doc].formats & (1u << REMAT_REPORT_JSON)) ? REMAT_REPORT_JSON : d[doc].first;
 }
 
 int remat_cli_exit_for(remat_status st)
