@@ -287,6 +287,31 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
 /* 1 if s contains a collective. */
 int remat_schedule_has_collectives(const remat_schedule *s);
 
+/* PyTorch's ZeroRedundancyOptimizer (torch 1.13,
+ * torch/distributed/optim/zero_redundancy_optimizer.py, _partition_parameters):
+ * whole params assigned to ranks, largest first (equal sizes in graph
+ * order), each to the first rank with the fewest elements so far. Every
+ * trainable (not frozen) param is in the one param group; a rank's
+ * optimizer state covers its params that get a gradient. Weights and
+ * gradients stay whole (DDP). */
+typedef struct remat_zero_redundancy {
+    uint64_t dp;
+    uint32_t *rank_of;             /* per tensor: the rank that updates a trainable param; REMAT_NONE otherwise */
+    uint64_t *rank_elements;       /* dp entries: elements assigned (torch's `sizes`) */
+    uint64_t *rank_state_elements; /* dp entries: of those, elements with a gradient (state is made for them) */
+    uint64_t *rank_largest;        /* dp entries: elements of the rank's largest param with a gradient */
+    uint32_t largest_rank;         /* most state elements; the lowest such rank on a tie */
+} remat_zero_redundancy;
+
+/* Assigns a's trainable params (bytes / elem_bytes elements each) to dp
+ * ranks. REMAT_EINVAL for dp < 2 or a param that is not whole elements
+ * (names it); REMAT_EOVERFLOW; REMAT_ENOMEM. Destroy with
+ * remat_zero_redundancy_destroy (safe after a failure, and on NULL).
+ * O(P log P + P x dp) for P params. */
+remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, uint32_t elem_bytes,
+                                        remat_zero_redundancy *out, remat_err *err);
+void remat_zero_redundancy_destroy(remat_zero_redundancy *z);
+
 /* Default policy: keep[t] = 1 keeps activation t resident until its last
  * backward need; 0 frees it after its last forward use and recomputes it
  * (recursively, from resident ancestors) before the first backward step
