@@ -86,19 +86,6 @@ static int rank_ledger(const char *cmd, const remat_cli_ledger *L, const remat_l
     return REMAT_EXIT_OK;
 }
 
-/* Largest param with a gradient, in elements, over the whole graph. */
-static uint64_t largest_param(const remat_analysis *a, uint32_t eb)
-{
-    const remat_graph *g = a->g;
-    uint64_t m = 0;
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const remat_tensor *T = &g->tensors[t];
-        if (T->kind == REMAT_TENSOR_PARAM && !T->frozen && a->grad_flows[t] && T->bytes / eb > m)
-            m = T->bytes / eb;
-    }
-    return m;
-}
-
 int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_ledger *L, const remat_ledger_result *r,
                           remat_exec_extras *x)
 {
@@ -124,7 +111,7 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
                                          (unsigned long long)(r->dp - 1));
     }
     uint32_t eb = remat_ledger_dtype_size(r->weights.dtype);
-    uint64_t largest = largest_param(a, eb ? eb : 1);
+    uint64_t temps = remat_torch_adam_temporaries(a, eb);
     int rc;
     if (L->zero_redundancy) {
         remat_cli_shard_destroy(L);
@@ -141,7 +128,7 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
             return rc;
         x->optimizer_state = mine.optimizer_state.bytes;
         x->master_weights = mine.master_weights.bytes;
-        largest = L->zr.rank_largest[L->rank];
+        temps = L->zr.rank_temps[L->rank];
     }
     if (!L->have_opt_ws)
         return REMAT_EXIT_OK;
@@ -150,11 +137,9 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
         return REMAT_EXIT_OK;
     }
     /* torch 1.13's optimizers run their single-tensor loops by default
-     * (torch/optim/adam.py: foreach None becomes False). Adam and AdamW
-     * build denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-     * per param: two temporaries of the param's size, in the state's
-     * dtype, live together; the largest param sets the step's peak. SGD
-     * and momentum update in place. */
+     * (torch/optim/adam.py: foreach None becomes False): Adam's and AdamW's
+     * temporaries are remat_torch_adam_temporaries' elements in the
+     * state's dtype; SGD and momentum update in place. */
     if (r->zero_stage != 0)
         return remat_cli_usage_error(cmd, "--optimizer-workspace torch models PyTorch's optimizer, not DeepSpeed's "
                                           "partitioned one (--zero %u): give the bytes instead",
@@ -162,7 +147,7 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
     uint32_t k;
     switch (o) {
     case REMAT_LEDGER_ADAM:
-    case REMAT_LEDGER_ADAMW: k = 2; break;
+    case REMAT_LEDGER_ADAMW: k = 1; break;
     case REMAT_LEDGER_SGD:
     case REMAT_LEDGER_MOMENTUM: k = 0; break;
     default:
@@ -171,7 +156,7 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
                                      remat_ledger_optimizer_name(o));
     }
     uint64_t sb = remat_ledger_dtype_size(r->optimizer_state.dtype), ws;
-    if (!remat_u64_mul(largest, sb, &ws) || !remat_u64_mul(ws, k, &ws))
+    if (!remat_u64_mul(temps, sb, &ws) || !remat_u64_mul(ws, k, &ws))
         return remat_cli_usage_error(cmd, "--optimizer-workspace torch: the temporaries exceed 2^64-1 B");
     x->optimizer_workspace = ws;
     return REMAT_EXIT_OK;

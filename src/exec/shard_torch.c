@@ -31,7 +31,8 @@ void remat_zero_redundancy_destroy(remat_zero_redundancy *z)
     remat__free(z->rank_of);
     remat__free(z->rank_elements);
     remat__free(z->rank_state_elements);
-    remat__free(z->rank_largest);
+    remat__free(z->rank_temps);
+    remat__free(z->prev);
     memset(z, 0, sizeof *z);
 }
 
@@ -48,6 +49,35 @@ static int by_size_desc(const void *x, const void *y)
     if (a->elements != b->elements)
         return a->elements < b->elements ? 1 : -1;
     return (a->tensor > b->tensor) - (a->tensor < b->tensor);
+}
+
+/* torch 1.13's single-tensor Adam and AdamW (torch/optim/adam.py,
+ * _single_tensor_adam; foreach=None becomes False) compute, per param,
+ * denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): while the
+ * quotient is allocated, the square root (this param's size) is live, and
+ * so is the previous param's denom, which the Python local still holds
+ * until the assignment. So the loop's high-water mark is
+ * max over i of 2 e_i + e_(i-1), in elements of the state's dtype. Saturates
+ * (the caller multiplies with a check). */
+static uint64_t adam_temps(uint64_t prev, uint64_t e)
+{
+    return e > (UINT64_MAX - prev) / 2 ? UINT64_MAX : 2 * e + prev;
+}
+
+uint64_t remat_torch_adam_temporaries(const remat_analysis *a, uint32_t elem_bytes)
+{
+    const remat_graph *g = a->g;
+    uint64_t prev = 0, m = 0;
+    for (uint32_t t = 0; elem_bytes && t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t])
+            continue;
+        uint64_t e = T->bytes / elem_bytes, w = adam_temps(prev, e);
+        if (w > m)
+            m = w;
+        prev = e;
+    }
+    return m;
 }
 
 remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, uint32_t elem_bytes,
@@ -69,9 +99,10 @@ remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, ui
     out->rank_of = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *out->rank_of);
     out->rank_elements = remat__calloc(dp, sizeof *out->rank_elements);
     out->rank_state_elements = remat__calloc(dp, sizeof *out->rank_state_elements);
-    out->rank_largest = remat__calloc(dp, sizeof *out->rank_largest);
+    out->rank_temps = remat__calloc(dp, sizeof *out->rank_temps);
+    out->prev = remat__calloc(dp, sizeof *out->prev);
     sized *ps = remat__array(n ? n : 1, sizeof *ps);
-    if (!out->rank_of || !out->rank_elements || !out->rank_state_elements || !out->rank_largest || !ps) {
+    if (!out->rank_of || !out->rank_elements || !out->rank_state_elements || !out->rank_temps || !out->prev || !ps) {
         remat__free(ps);
         remat_zero_redundancy_destroy(out);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory assigning params to ranks");
@@ -109,8 +140,12 @@ remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, ui
         }
         if (a->grad_flows[t]) {
             out->rank_state_elements[r] += e; /* <= rank_elements[r] */
-            if (e > out->rank_largest[r])
-                out->rank_largest[r] = e;
+            /* The local optimizer's list is the rank's params in this
+             * (sorted) order; its Adam loop visits those with a gradient. */
+            uint64_t w = adam_temps(out->prev[r], e);
+            if (w > out->rank_temps[r])
+                out->rank_temps[r] = w;
+            out->prev[r] = e;
         }
     }
     remat__free(ps);
