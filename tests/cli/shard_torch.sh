@@ -46,3 +46,5 @@ expect zr_adam8bit 2 "adam8bit's state depends on each tensor's shape" -- "$REMA
 expect zr_ws_zero 2 '--optimizer-workspace torch models PyTorch' -- "$REMAT" replay "$F" --dp 2 --zero 2 --optimizer-workspace torch
 expect zr_ws_bad 2 "--optimizer-workspace" -- "$REMAT" replay "$F" --optimizer-workspace lots
 expect zr_ledger 2 '--shard, --rank and --optimizer-workspace apply to plan, replay and compare' -- "$REMAT" ledger --params 10 --shard zero-redundancy
+# A master copy is sharded with the state: rank 0's 5 elements in f32 = 20 B.
+expect zr_master 0 '"optimizer_state": 40, "master_weights": 20,' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam --master f32 --rank 0 --json
