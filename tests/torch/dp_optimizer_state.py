@@ -31,12 +31,14 @@ when the step started), plus the rank's optimizer state, which exists
 before the step (remat's replay holds it for the whole step); remat's
 figure is the replay's peak_bytes less the graph's params (frozen buffers
 included) and inputs. Two steps are measured and the largest is
-compared: the profiler does not see the same allocations in every
-iteration (measured on resnet18 over 4 ranks: in DDP's third iteration the
-gradients are not allocated inside the step, and in ZeroRedundancyOptimizer's
-first the number of memory events differs by rank, 937 to 1979, for the
-same work), so one iteration's figure can be far below the step's real
-peak, never above it in these runs. DDP's bucket copies
+compared: the profiler does not report the same allocations in every
+iteration. In a later DDP iteration (resnet18's third, the GPT's second)
+the gradients are not among the step's memory events (whether they are
+allocated on a thread the profiler does not follow or not allocated at all
+is not settled here), and in ZeroRedundancyOptimizer's first the number of
+memory events differs by rank for the same work (937 to 1979 on resnet18
+over 4 ranks), so one iteration's figure can be far below the other's;
+none was above remat's. DDP's bucket copies
 (gradient_as_bucket_view=False) are made when DDP is built, before the
 step: in neither figure. Adam's per-parameter `step` counters
 (a 4-byte tensor each) are printed apart; remat's ledger does not count
