@@ -7,9 +7,9 @@
  * Design: ZeroRedundancyOptimizer keeps DDP's weights, gradients and
  * all-reduced buckets (the replay's stage 0), and changes one thing: each
  * rank's optimizer state is that of the whole params assigned to it
- * (src/exec/shard_torch.c). Ranks therefore differ, and the replay is of
- * one rank: its optimizer state (and master copy) come from the ledger for
- * that rank's elements, so they are stated in the same precisions and with
+ * (src/exec/shard_torch.c). Ranks therefore differ: the replay is of one
+ * rank (--rank) or of a bound on every rank, and the optimizer state (and
+ * master copy) come from the ledger for the rank's elements, so they are stated in the same precisions and with
  * the same rules as every other ledger line. Optimizers whose state is not
  * per element (Adafactor's factored moments, 8-bit Adam's per-tensor
  * threshold and blocks) would need the rank's own tensors and are refused.
@@ -121,14 +121,21 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
         if (st != REMAT_OK)
             return st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
         L->zr_built = 1;
-        if (!L->have_rank)
-            L->rank = L->zr.largest_rank;
+        /* Without --rank: a bound on every rank. The state (and master
+         * copy) grow with the elements, so the rank with the most holds the
+         * most; the optimizer's temporaries, charged only at OPT, may be
+         * largest on another rank (two large params side by side), so the
+         * bound takes the largest of each. Every rank's replay is then at or
+         * below it, which is what a per-rank budget needs. */
+        uint32_t sr = L->have_rank ? (uint32_t)L->rank : L->zr.largest_rank;
         remat_ledger_result mine;
-        if ((rc = rank_ledger(cmd, L, r, L->zr.rank_state_elements[L->rank], &mine)) != REMAT_EXIT_OK)
+        if ((rc = rank_ledger(cmd, L, r, L->zr.rank_state_elements[sr], &mine)) != REMAT_EXIT_OK)
             return rc;
         x->optimizer_state = mine.optimizer_state.bytes;
         x->master_weights = mine.master_weights.bytes;
-        temps = L->zr.rank_temps[L->rank];
+        temps = L->zr.rank_temps[sr];
+        for (uint64_t q = 0; !L->have_rank && q < L->zr.dp; q++)
+            temps = L->zr.rank_temps[q] > temps ? L->zr.rank_temps[q] : temps;
     }
     if (!L->have_opt_ws)
         return REMAT_EXIT_OK;
@@ -172,9 +179,23 @@ void remat_cli_shard_print(FILE *f, const remat_cli_ledger *L, const remat_repla
     for (uint64_t k = 0; k < z->dp && k < 16; k++)
         fprintf(f, " %llu", (unsigned long long)z->rank_state_elements[k]);
     fprintf(f, "%s\n", z->dp > 16 ? " ..." : "");
-    fprintf(f, "replayed    rank %llu%s: optimizer state %llu B, peak %llu B (--rank R replays another)\n",
-            (unsigned long long)L->rank, L->rank == z->largest_rank ? " (the most optimizer state)" : "",
-            (unsigned long long)r->at_opt_by_category[REMAT_CAT_OPTIMIZER_STATE], (unsigned long long)r->peak_bytes);
+    if (L->have_rank) {
+        fprintf(f, "replayed    rank %llu: optimizer state %llu B, peak %llu B\n", (unsigned long long)L->rank,
+                (unsigned long long)r->at_opt_by_category[REMAT_CAT_OPTIMIZER_STATE],
+                (unsigned long long)r->peak_bytes);
+    } else {
+        uint64_t tr = 0;
+        for (uint64_t q = 1; q < z->dp; q++)
+            if (z->rank_temps[q] > z->rank_temps[tr])
+                tr = q;
+        int two = L->have_opt_ws && z->rank_temps[tr] > z->rank_temps[z->largest_rank];
+        fprintf(f, "replayed    every rank's bound: the most optimizer state (rank %u, %llu B)", z->largest_rank,
+                (unsigned long long)r->at_opt_by_category[REMAT_CAT_OPTIMIZER_STATE]);
+        if (two)
+            fprintf(f, " with the largest optimizer temporaries (rank %llu)", (unsigned long long)tr);
+        fprintf(f, "; peak %llu B, %s (--rank R replays one rank)\n", (unsigned long long)r->peak_bytes,
+                two ? "at or above every rank's" : "the largest rank's");
+    }
     uint64_t psi = L->sh.psi;
     fprintf(f, "broadcast   after OPT each rank broadcasts the params it updated: %llu elements per step "
                "(_sync_params), besides the all-reduces above\n",

@@ -5,7 +5,7 @@
 # The graph: tests/check_shard_torch.c's five params of 3, 5, 4, 3 and 1 f32
 # elements (p1..p5) and a frozen one. By torch 1.13's _partition_parameters,
 # 3 ranks get p2 (5) | p3, p5 (5) | p1, p4 (6) elements: Adam's two f32
-# moments are 40, 40 and 48 B, and rank 2 is replayed by default.
+# moments are 40, 40 and 48 B, and rank 2 bounds them (without --rank).
 cat >"$T/five.json" <<'JSON'
 {"format": "remat-graph", "version": 1, "name": "five",
  "inputs": [{"id": "x", "bytes": 16}],
@@ -20,7 +20,7 @@ cat >"$T/five.json" <<'JSON'
 JSON
 F="$T/five.json"
 expect zr_ranks 0 'elements with optimizer state per rank: 5 5 6' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam
-expect zr_default_rank 0 'replayed    rank 2 (the most optimizer state): optimizer state 48 B' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam
+expect zr_default_rank 0 "replayed    every rank's bound: the most optimizer state (rank 2, 48 B); peak 628 B, the largest rank's" -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam
 expect zr_rank0_json 0 '"optimizer_state": 40, "master_weights": 0' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam --rank 0 --json
 # Weights and gradients stay whole (DDP): 64 B each at OPT on every rank.
 expect zr_whole_grads 0 '"at_optimizer": {"params": 64, "param_grads": 64, "optimizer_state": 40' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam --rank 1 --json
@@ -31,11 +31,17 @@ expect zr_broadcast 0 'broadcasts the params it updated: 16 elements per step' -
 # temporaries at OPT, where the peak is then: 64 + 64 + 128 (moments) + 400
 # + 16 + 52 = 724 B. Under ZeroRedundancyOptimizer over 2 ranks, rank 0
 # updates p2 then p4: max(10, 6 + 5) = 11 elements = 44 B, and its peak is
-# at OPT: 64 + 64 + 64 (8 elements' moments) + 400 + 16 + 44 = 652 B.
+# at OPT: 64 + 64 + 64 (8 elements' moments) + 400 + 16 + 44 = 652 B. Rank
+# 1 (p3, p1, p5: 8 elements) has 10 elements of temporaries, so the bound
+# is rank 0's figure; over 3 ranks, rank 0 holds p2 alone (2 x 5 = 10
+# elements) where rank 2 (the most state) holds p1 then p4 (2 x 3 + 3 = 9):
+# the bound is 48 B of state with 40 B of temporaries.
 expect zr_ws_ddp 0 '"peak_bytes": 724, "peak_step": "optimizer"' -- "$REMAT" replay "$F" --dp 2 --optimizer adam --optimizer-workspace torch --json
 expect zr_ws_rank 0 '"peak_bytes": 652, "peak_step": "optimizer"' -- "$REMAT" replay "$F" --dp 2 --shard zero-redundancy --rank 0 --optimizer adam --optimizer-workspace torch --json
+expect zr_ws_bound 0 'with the largest optimizer temporaries (rank 0); peak' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam --optimizer-workspace torch
+expect zr_ws_bound_json 0 '"optimizer_state": 48, "master_weights": 0, "frozen": 400, "inputs": 16, "activations": 0, "recomputed": 0, "activation_grads": 0, "workspace": 40,' -- "$REMAT" replay "$F" --dp 3 --shard zero-redundancy --optimizer adam --optimizer-workspace torch --json
 expect zr_ws_bytes 0 '"workspace": 1000,' -- "$REMAT" replay "$F" --optimizer adam --optimizer-workspace 1000B --json
-expect zr_plan 0 'rank 2 (the most optimizer state)' -- "$REMAT" plan "$F" --dp 3 --shard zero-redundancy --optimizer adam --strategy store-all
+expect zr_plan 0 'the most optimizer state (rank 2, 48 B)' -- "$REMAT" plan "$F" --dp 3 --shard zero-redundancy --optimizer adam --strategy store-all
 expect zr_compare 0 '"strategy": "store-all", "feasible": true' -- "$REMAT" compare "$F" --dp 3 --shard zero-redundancy --optimizer adam --budget 1MiB --json
 expect zr_bad_shard 2 "--shard: 'fsdp' is not a sharding" -- "$REMAT" replay "$F" --dp 2 --shard fsdp
 expect zr_no_dp 2 '--shard zero-redundancy needs --dp N with N >= 2' -- "$REMAT" replay "$F" --shard zero-redundancy
