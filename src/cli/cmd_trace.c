@@ -13,6 +13,7 @@
  * plan and builds the trace.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/trace.h"
 
 #include <getopt.h>
@@ -60,8 +61,8 @@ static const char *format_label(int fmt)
     }
 }
 
-int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
-                         remat_plan *plan, remat_trace **t)
+int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_ledger *L, remat_graph **g,
+                         remat_analysis **a, remat_plan *plan, remat_trace **t)
 {
     *t = NULL;
     int rc = remat_cli_open_graph(graph, g, a);
@@ -77,8 +78,24 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph *
         if (st == REMAT_OK && !(plan->strategy = remat__strdup("store-all")))
             st = remat_err_set(&err, REMAT_ENOMEM, "out of memory");
     }
+    remat_exec_extras x;
+    memset(&x, 0, sizeof x);
+    if (st == REMAT_OK && L) {
+        /* The ledger's state, and with --dp the rank's collectives inserted
+         * into the schedule so the trace's steps are the replay's. */
+        uint64_t reserve;
+        if ((rc = remat_cli_ledger_extras(L->cmd, *a, L, &x, &reserve)) == REMAT_EXIT_OK)
+            rc = remat_cli_ledger_shard_schedule(L, &plan->schedule);
+        if (rc != REMAT_EXIT_OK) {
+            remat_analysis_destroy(*a);
+            remat_graph_destroy(*g);
+            *a = NULL;
+            *g = NULL;
+            return rc;
+        }
+    }
     if (st == REMAT_OK)
-        st = remat_trace_build(*a, &plan->schedule, NULL, t, &err);
+        st = remat_trace_build(*a, &plan->schedule, &x, t, &err);
     if (st != REMAT_OK) {
         rc = remat_cli_fail_in(plan_path ? plan_path : graph, &err);
         remat_analysis_destroy(*a);
@@ -103,8 +120,12 @@ int cmd_trace(int argc, char **argv)
         {"height", required_argument, NULL, OPT_HEIGHT},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    L.cmd = "trace";
     remat_trace_options o;
     remat_trace_options_init(&o);
     const char *out = NULL, *plan_path = NULL, *per_us = NULL;
@@ -114,6 +135,12 @@ int cmd_trace(int argc, char **argv)
     remat_err_init(&err);
     optind = 1;
     while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
+        if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
         switch (c) {
         case OPT_PLAN: plan_path = optarg; break;
         case 'b':
@@ -187,9 +214,10 @@ int cmd_trace(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], plan_path, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], plan_path, &L, &g, &a, &plan, &t);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
         return rc;
     }
     o.label = plan.strategy;
@@ -209,6 +237,7 @@ int cmd_trace(int argc, char **argv)
     remat_free(text);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -252,6 +252,9 @@ static remat_status take_record(remat_trace *t, remat__intervals *rec, remat_err
         iv->free = v->last == REMAT__IV_NEVER ? REMAT_TRACE_END : v->last;
         if (v->workspace)
             iv->why = REMAT_TRACE_WHY_WORKSPACE;
+        else if (v->storage == REMAT_NONE && (v->grad || v->category == REMAT_CAT_GATHERED_PARAMS ||
+                                              v->category == REMAT_CAT_PARAMS))
+            iv->why = REMAT_TRACE_WHY_SHARDING; /* a gathered unit, a gradient partition, a flat group's padding */
         else if (v->grad)
             iv->why = REMAT_TRACE_WHY_GRADIENT;
         else if (v->storage == REMAT_NONE)
