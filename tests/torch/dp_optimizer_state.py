@@ -41,8 +41,8 @@ over 4 ranks), so one iteration's figure can be far below the other's;
 none was above remat's. DDP's bucket copies
 (gradient_as_bucket_view=False) are made when DDP is built, before the
 step: in neither figure. Adam's per-parameter `step` counters
-(a 4-byte tensor each) are printed apart; remat's ledger does not count
-them.
+(a 4-byte tensor each) are printed apart: the ledger puts them on its
+host line (--adam-step), not in the replay's optimizer_state.
 
 Exits 0 when every check holds, 1 otherwise; prints a skip line and exits 0
 without torch.
@@ -220,7 +220,7 @@ def main():
                     ok &= good_state and good_peak
                     print("%s %s %d procs %s rank %d: Adam moments %d B, remat %d B (%s); step peak beyond params "
                           "and inputs: torch %d B (%d B in the step + %d B of state), remat %d B, remat / torch "
-                          "%.4f (%s); step counters %d B; the %d steps measured %s B"
+                          "%.4f (%s); step counters %d B (host); the %d steps measured %s B"
                           % ("ok" if good_state and good_peak else "MISMATCH", name, world, mode, r, moments,
                              pred_state, "equal" if good_state else "DIFFER", held, step, moments + counters,
                              pred, ratio, "within %g" % a.tolerance if good_peak else "OUTSIDE", counters, MEASURED,
