@@ -313,6 +313,40 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
 /* 1 if s contains a collective. */
 int remat_schedule_has_collectives(const remat_schedule *s);
 
+/* PyTorch's ZeroRedundancyOptimizer (torch 1.13,
+ * torch/distributed/optim/zero_redundancy_optimizer.py, _partition_parameters):
+ * whole params assigned to ranks, largest first (equal sizes in graph
+ * order), each to the first rank with the fewest elements so far. Every
+ * trainable (not frozen) param is in the one param group; a rank's
+ * optimizer state covers its params that get a gradient. Weights and
+ * gradients stay whole (DDP). */
+typedef struct remat_zero_redundancy {
+    uint64_t dp;
+    uint32_t *rank_of;             /* per tensor: the rank that updates a trainable param; REMAT_NONE otherwise */
+    uint64_t *rank_elements;       /* dp entries: elements assigned (torch's `sizes`) */
+    uint64_t *rank_state_elements; /* dp entries: of those, elements with a gradient (state is made for them) */
+    uint64_t *rank_temps;          /* dp entries: the rank's Adam temporaries, elements (remat_torch_adam_temporaries) */
+    uint64_t *prev;                /* dp entries: scratch, the last param with a gradient given to each rank */
+    uint32_t largest_rank;         /* most state elements; the lowest such rank on a tie */
+} remat_zero_redundancy;
+
+/* Assigns a's trainable params (bytes / elem_bytes elements each) to dp
+ * ranks. REMAT_EINVAL for dp < 2 or a param that is not whole elements
+ * (names it); REMAT_EOVERFLOW; REMAT_ENOMEM. Destroy with
+ * remat_zero_redundancy_destroy (safe after a failure, and on NULL).
+ * O(P log P + P x dp) for P params. */
+remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, uint32_t elem_bytes,
+                                        remat_zero_redundancy *out, remat_err *err);
+void remat_zero_redundancy_destroy(remat_zero_redundancy *z);
+
+/* The temporaries of torch 1.13's single-tensor Adam/AdamW step over a's
+ * trainable params with a gradient, in the graph's order (the exporter
+ * writes model.parameters()'s): max over i of 2 e_i + e_(i-1) elements,
+ * e = bytes / elem_bytes (torch/optim/adam.py: a param's sqrt and quotient
+ * are live with the previous param's denom). Saturates at UINT64_MAX.
+ * O(tensors). */
+uint64_t remat_torch_adam_temporaries(const remat_analysis *a, uint32_t elem_bytes);
+
 /* Default policy: keep[t] = 1 keeps activation t resident until its last
  * backward need; 0 frees it after its last forward use and recomputes it
  * (recursively, from resident ancestors) before the first backward step

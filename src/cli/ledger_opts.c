@@ -20,6 +20,7 @@ void remat_cli_ledger_destroy(remat_cli_ledger *L)
         remat_sharding_destroy(&L->sh);
     if (L)
         L->sharded = 0;
+    remat_cli_shard_destroy(L);
 }
 
 /* A plain decimal integer, nothing else: "--dp 8x" must not become 8. */
@@ -147,7 +148,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_max_live |= c == REMAT_LOPT_STAGE3_MAX_LIVE;
         break;
     }
-    default: return -1;
+    default: return remat_cli_shard_option(cmd, c, arg, L);
     }
     if (dt && remat_ledger_dtype_parse(arg, name, dt, &err) != REMAT_OK)
         return remat_cli_usage_error(cmd, "%s", err.msg);
@@ -324,7 +325,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     x->workspace = r.workspace.bytes;
     *reserve = r.fragmentation_reserve.bytes;
     if (r.dp < 2)
-        return REMAT_EXIT_OK;
+        return remat_cli_shard_apply(cmd, a, L, &r, x);
     /* The rank of a data-parallel step: every stage, 0 being DDP. */
     remat_shard_config sc = L->shard;
     sc.stage = r.zero_stage;
@@ -337,7 +338,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
         return st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
     L->sharded = 1;
     x->sharding = &L->sh;
-    return REMAT_EXIT_OK;
+    return remat_cli_shard_apply(cmd, a, L, &r, x);
 }
 
 int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s)
@@ -368,11 +369,15 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
                                       "ZeRO 3: weights, gradients and optimizer state sharded"};
     fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
             (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
-    fprintf(f, "ranks       every rank holds the padded partition, so each replays the peak above; elements owned:");
-    for (uint64_t k = 0; k < dp && k < 16; k++)
-        fprintf(f, " %llu", (unsigned long long)sh->rank_elements[k]);
-    fprintf(f, "%s\n", dp > 16 ? " ..." : "");
-    fprintf(f, "largest     rank 0: peak %llu B\n", (unsigned long long)r->peak_bytes);
+    if (L->zero_redundancy) {
+        remat_cli_shard_print(f, L, r);
+    } else {
+        fprintf(f, "ranks       every rank holds the padded partition, so each replays the peak above; elements owned:");
+        for (uint64_t k = 0; k < dp && k < 16; k++)
+            fprintf(f, " %llu", (unsigned long long)sh->rank_elements[k]);
+        fprintf(f, "%s\n", dp > 16 ? " ..." : "");
+        fprintf(f, "largest     rank 0: peak %llu B\n", (unsigned long long)r->peak_bytes);
+    }
     /* A ring sends (N-1)/N of each collective's volume from every rank. */
     uint64_t q = r->comm_bytes / dp, rem = r->comm_bytes % dp;
     uint64_t ring = q * (dp - 1) + rem * (dp - 1) / dp; /* <= comm_bytes */

@@ -43,8 +43,17 @@ enum {
     REMAT_LOPT_SUB_GROUP,
     REMAT_LOPT_OFFLOAD_OPTIMIZER,
     REMAT_LOPT_DS_CONFIG,
-    REMAT_LOPT_DS_WRITE
+    REMAT_LOPT_DS_WRITE,
+    /* PyTorch's sharding (shard_opts.c). */
+    REMAT_LOPT_SHARD,
+    REMAT_LOPT_RANK,
+    REMAT_LOPT_OPT_WORKSPACE
 };
+
+#define REMAT_CLI_SHARD_LONG_OPTS                                             \
+    {"shard", required_argument, NULL, REMAT_LOPT_SHARD},                     \
+    {"rank", required_argument, NULL, REMAT_LOPT_RANK},                       \
+    {"optimizer-workspace", required_argument, NULL, REMAT_LOPT_OPT_WORKSPACE}
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
     {"weights", required_argument, NULL, REMAT_LOPT_WEIGHTS},                 \
@@ -72,7 +81,8 @@ enum {
     {"sub-group-size", required_argument, NULL, REMAT_LOPT_SUB_GROUP},                \
     {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER},           \
     {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG},             \
-    {"write-deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_WRITE}
+    {"write-deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_WRITE}, \
+    REMAT_CLI_SHARD_LONG_OPTS
 
 typedef struct remat_cli_ledger {
     const char *cmd; /* the command, for messages (trace and audit set it) */
@@ -85,6 +95,14 @@ typedef struct remat_cli_ledger {
     int have_prefetch, have_max_live, have_persist;
     int sharded;
     remat_sharding sh;
+    /* --shard zero-redundancy: PyTorch's ZeroRedundancyOptimizer on DDP;
+     * the replay is of one rank (--rank, default the largest). */
+    int zero_redundancy, have_rank, zr_built;
+    uint64_t rank;
+    remat_zero_redundancy zr;
+    /* --optimizer-workspace: bytes, or `torch` (opt_ws_torch). */
+    int have_opt_ws, opt_ws_torch;
+    uint64_t opt_ws_bytes;
     /* --deepspeed-config: the file, and the options given as flags (bit
      * c - REMAT_LOPT_WEIGHTS), which win over the file's keys. */
     const char *ds_path, *ds_write;
@@ -129,6 +147,17 @@ int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s
 /* With a sharding: prints the rank's sharding and communication lines
  * (text) after a report. */
 void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r);
+
+/* shard_opts.c: the PyTorch sharding options. _option handles c like
+ * remat_cli_ledger_option (-1: not one of them); _apply runs at the end of
+ * remat_cli_ledger_extras with the graph's ledger r and sets the rank's
+ * optimizer state, master copy and optimizer workspace in x; _print adds
+ * the per-rank lines; _destroy frees the assignment. Exit codes. */
+int remat_cli_shard_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L);
+int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_ledger *L,
+                          const remat_ledger_result *r, remat_exec_extras *x);
+void remat_cli_shard_print(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r);
+void remat_cli_shard_destroy(remat_cli_ledger *L);
 
 /* `plan --write-deepspeed-config OUT` (ds_write.c): rewrites the
  * --deepspeed-config file with the sharding planned under and the number of

@@ -24,11 +24,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* What the parameters are, before any precision or sharding. */
 typedef struct {
     uint64_t trainable; /* Psi */
     uint64_t frozen;    /* the graph's frozen params */
+    uint64_t fixed_bytes; /* frozen bool/integer buffers (masks, counters), counted as stored */
     int has_shapes;     /* factored counts below are known */
     uint64_t factored;  /* Adafactor: second-moment elements summed over trainable tensors */
     uint64_t e8;        /* adam8bit: trainable elements in tensors quantized to 8 bits */
@@ -406,6 +408,13 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
         !add(frozen, z >= 3 && dp > 1 ? c->persist_f : 0, &frozen, err, "frozen elements") ||
         !set_line(&r->frozen, frozen, weights, err, "frozen weights (--frozen-copies)"))
         return err->code;
+    /* A frozen bool or integer buffer (a causal mask, a step counter) is not
+     * a weight: it keeps its stored bytes in any training precision. */
+    if (c->fixed_bytes && !add(r->frozen.bytes, c->fixed_bytes, &r->frozen.bytes, err, "frozen buffers"))
+        return err->code;
+    if (c->fixed_bytes)
+        ASSUME(r, "%llu B of frozen bool or integer buffers (masks, counters): counted as stored, not in %s",
+               (unsigned long long)c->fixed_bytes, remat_ledger_dtype_name(weights));
     if (c->frozen)
         ASSUME(r, "%llu frozen graph param elements: weights only (no gradient, no state), in %s",
                (unsigned long long)c->frozen, remat_ledger_dtype_name(weights));
@@ -595,6 +604,19 @@ static int factored_elements(const remat_tensor *T, uint64_t elems, uint64_t *ou
     return 1;
 }
 
+/* A frozen param stored as bool or an integer type: a buffer such as a
+ * causal mask, which exporters record as a frozen param. */
+static int fixed_buffer(const remat_tensor *T)
+{
+    static const char *const names[] = {"bool", "i64", "int64", "long", "i32", "int32", "int", "i16", "int16"};
+    if (!T->frozen || !T->dtype)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(T->dtype, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat_graph *g,
                                      remat_ledger_result *out, remat_err *err)
 {
@@ -608,7 +630,7 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
     const char *first_id = NULL;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         const remat_tensor *T = &g->tensors[t];
-        if (T->kind != REMAT_TENSOR_PARAM || !T->dtype)
+        if (T->kind != REMAT_TENSOR_PARAM || !T->dtype || fixed_buffer(T))
             continue;
         remat_ledger_dtype dt;
         remat_err sub;
@@ -638,6 +660,11 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
         if (T->kind != REMAT_TENSOR_PARAM)
             continue;
         n_params++;
+        if (fixed_buffer(T)) {
+            if (!remat_u64_add(c.fixed_bytes, T->bytes, &c.fixed_bytes))
+                return remat_err_set(err, REMAT_EGRAPH, "graph: frozen buffer bytes exceed 2^64-1");
+            continue;
+        }
         uint64_t e;
         if ((st = remat_ledger_param_elements(g, t, fallback, &e, err)) != REMAT_OK)
             return st;
