@@ -28,12 +28,13 @@ may() {
     ledger) echo "util load" ;;
     gen) echo "util" ;;
     exec) echo "util load analyze" ;;
+    time) echo "util load analyze exec" ;;
     alloc) echo "util load analyze exec" ;;
-    plan) echo "util load analyze exec alloc" ;;
+    plan) echo "util load analyze exec alloc time" ;;
     import) echo "util load analyze" ;;
     train) echo "util load analyze ledger exec" ;;
-    report) echo "util load analyze ledger gen exec alloc plan import train" ;;
-    cli) echo "util load analyze ledger gen exec alloc plan import train report" ;;
+    report) echo "util load analyze ledger gen exec alloc time plan import train" ;;
+    cli) echo "util load analyze ledger gen exec alloc time plan import train report" ;;
     *) echo "?" ;;
     esac
 }

@@ -94,8 +94,13 @@ int cmd_audit(int argc, char **argv);
  * error, returns its exit code and leaves *g, *a and *t NULL; plan is left
  * for the caller to destroy either way. */
 struct remat_trace;
-int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
-                         remat_plan *plan, struct remat_trace **t);
+struct remat_cli_ledger;
+/* L (may be NULL): with ledger options, the trace is of the rank they
+ * describe (its extras into *x, its collectives inserted into the plan's
+ * schedule, which the trace then names). */
+int remat_cli_trace_open(const char *graph, const char *plan_path, struct remat_cli_ledger *L,
+                         remat_exec_extras *x, remat_graph **g, remat_analysis **a, remat_plan *plan,
+                         struct remat_trace **t);
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);

@@ -54,7 +54,7 @@ int cmd_audit(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, NULL, NULL, &g, &a, &plan, &t);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
         return rc;

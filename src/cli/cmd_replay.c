@@ -14,6 +14,7 @@
  */
 #include "cli.h"
 #include "ledger_opts.h"
+#include "time_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -91,6 +92,7 @@ int cmd_replay(int argc, char **argv)
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -100,9 +102,15 @@ int cmd_replay(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
         int lrc = remat_cli_ledger_option("replay", c, optarg, &L);
         if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
+        if ((lrc = remat_cli_time_option("replay", c, optarg, 0, &T)) > 0)
             return lrc;
         if (lrc == 0)
             continue;
@@ -120,6 +128,8 @@ int cmd_replay(int argc, char **argv)
     if (scale_arg && !numeric)
         return remat_cli_usage_error("replay", "--scale applies to --numeric only");
     int prc;
+    if ((prc = remat_cli_time_load("replay", &T, NULL)) != REMAT_EXIT_OK)
+        return prc;
     if (scale_arg && (prc = remat_cli_parse_count("replay", "--scale", scale_arg, 1, UINT64_MAX, &scale)) != REMAT_EXIT_OK)
         return prc;
     if (L.used && numeric)
@@ -133,8 +143,7 @@ int cmd_replay(int argc, char **argv)
     uint64_t reserve = 0;
     if ((rc = remat_cli_ledger_extras("replay", a, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
-        remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
@@ -172,7 +181,10 @@ int cmd_replay(int argc, char **argv)
                                          &len, &rerr);
         if (text && numeric && nr.ran)
             text = with_numeric(text, &len, json, &nr, &err, &rerr);
-        rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
+        int trc = REMAT_EXIT_OK;
+        if (text && r->valid)
+            trc = remat_cli_time_append(&T, a, &plan.schedule, &extras, json, &text, &len);
+        rc = trc != REMAT_EXIT_OK ? trc : text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
         remat_free(text);
         if (rc == REMAT_EXIT_OK && !json && r->valid)
             remat_cli_ledger_print_sharding(stdout, &L, r);

@@ -13,7 +13,9 @@
  * plan and builds the trace.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/trace.h"
+#include "time_opts.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -60,13 +62,21 @@ static const char *format_label(int fmt)
     }
 }
 
-int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph **g, remat_analysis **a,
-                         remat_plan *plan, remat_trace **t)
+int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_ledger *L, remat_exec_extras *x,
+                         remat_graph **g, remat_analysis **a, remat_plan *plan, remat_trace **t)
 {
     *t = NULL;
     int rc = remat_cli_open_graph(graph, g, a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    uint64_t reserve = 0;
+    if (L && (rc = remat_cli_ledger_extras("trace", *a, L, x, &reserve)) != REMAT_EXIT_OK) {
+        remat_analysis_destroy(*a);
+        remat_graph_destroy(*g);
+        *a = NULL;
+        *g = NULL;
+        return rc;
+    }
     remat_err err;
     remat_err_init(&err);
     remat_status st;
@@ -77,8 +87,15 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_graph *
         if (st == REMAT_OK && !(plan->strategy = remat__strdup("store-all")))
             st = remat_err_set(&err, REMAT_ENOMEM, "out of memory");
     }
+    if (st == REMAT_OK && L && (rc = remat_cli_ledger_shard_schedule(L, &plan->schedule)) != REMAT_EXIT_OK) {
+        remat_analysis_destroy(*a);
+        remat_graph_destroy(*g);
+        *a = NULL;
+        *g = NULL;
+        return rc;
+    }
     if (st == REMAT_OK)
-        st = remat_trace_build(*a, &plan->schedule, NULL, t, &err);
+        st = remat_trace_build(*a, &plan->schedule, L ? x : NULL, t, &err);
     if (st != REMAT_OK) {
         rc = remat_cli_fail_in(plan_path ? plan_path : graph, &err);
         remat_analysis_destroy(*a);
@@ -102,6 +119,8 @@ int cmd_trace(int argc, char **argv)
         {"width", required_argument, NULL, OPT_WIDTH},
         {"height", required_argument, NULL, OPT_HEIGHT},
         {"output", required_argument, NULL, 'o'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -113,7 +132,18 @@ int cmd_trace(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     optind = 1;
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
+        if (lrc < 0 && (lrc = remat_cli_time_option("trace", c, optarg, 0, &T)) < 0)
+            lrc = -1;
+        if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
         switch (c) {
         case OPT_PLAN: plan_path = optarg; break;
         case 'b':
@@ -181,16 +211,38 @@ int cmd_trace(int argc, char **argv)
         return remat_cli_usage_error("trace", "--flops-time applies to the Chrome trace only");
     if ((o.width || o.height) && fmt != FMT_SVG)
         return remat_cli_usage_error("trace", "--width and --height apply to the SVG only");
+    if (T.device_arg && fmt != FMT_CHROME)
+        return remat_cli_usage_error("trace", "--device applies to the Chrome trace only (its time axis)");
+    if (T.device_arg && o.flops_time)
+        return remat_cli_usage_error("trace", "give one of --device and --flops-time, not both");
+    if ((rc0 = remat_cli_time_load("trace", &T, NULL)) != REMAT_EXIT_OK)
+        return rc0;
 
     remat_graph *g;
     remat_analysis *a;
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], plan_path, &g, &a, &plan, &t);
+    remat_exec_extras x;
+    memset(&x, 0, sizeof x);
+    int rc = remat_cli_trace_open(argv[optind], plan_path, L.used ? &L : NULL, &x, &g, &a, &plan, &t);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
         return rc;
+    }
+    /* A time axis: the timeline of the schedule the trace replayed. */
+    remat_op_times times;
+    remat_timeline tl;
+    memset(&times, 0, sizeof times);
+    memset(&tl, 0, sizeof tl);
+    if (T.have_device) {
+        remat_status tst = remat_op_times_init(a, &T.dev, &times, &err);
+        if (tst == REMAT_OK)
+            tst = remat_timeline_run(a, &plan.schedule, &x, &T.dev, &times, &tl, &err);
+        if (tst != REMAT_OK)
+            rc = remat_cli_fail_in(argv[optind], &err);
+        o.timeline = &tl;
     }
     o.label = plan.strategy;
     if (!budget_given && plan.budget_kind != REMAT_BUDGET_NONE) {
@@ -199,9 +251,14 @@ int cmd_trace(int argc, char **argv)
     }
     size_t len = 0;
     char *text = NULL;
-    text = remat_trace_write(t, &o, (remat_trace_format)fmt, &len, &err);
-    rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
+    if (rc == REMAT_EXIT_OK) {
+        text = remat_trace_write(t, &o, (remat_trace_format)fmt, &len, &err);
+        rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
+    }
     remat_free(text);
+    remat_timeline_destroy(&tl);
+    remat_op_times_destroy(&times);
+    remat_cli_ledger_destroy(&L);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
     remat_analysis_destroy(a);
