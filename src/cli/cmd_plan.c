@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "ledger_opts.h"
+#include "time_opts.h"
 #include "remat/plan.h"
 #include "remat/alloc.h"
 
@@ -287,6 +288,7 @@ int cmd_plan(int argc, char **argv)
 {
     static const struct option tail[] = {
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -304,9 +306,15 @@ int cmd_plan(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
         int rc = remat_cli_ledger_option("plan", c, optarg, &L);
         if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        if ((rc = remat_cli_time_option("plan", c, optarg, 1, &T)) > 0)
             return rc;
         if (rc == 0)
             continue;
@@ -347,6 +355,8 @@ int cmd_plan(int argc, char **argv)
         return remat_cli_usage_error("plan", "expected exactly one GRAPH");
     if ((rc0 = remat_cli_plan_check("plan", &o)) != REMAT_EXIT_OK)
         return rc0;
+    if ((rc0 = remat_cli_time_load("plan", &T, &o)) != REMAT_EXIT_OK)
+        return rc0;
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -356,8 +366,7 @@ int cmd_plan(int argc, char **argv)
     if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
-        remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
@@ -416,7 +425,10 @@ int cmd_plan(int argc, char **argv)
         if (rc == REMAT_EXIT_OK) {
             text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
                                        &len, &err);
-            if (!text) {
+            if (text && (rc = remat_cli_time_append(&T, a, &plan.schedule, &o.extras, json, &text, &len)) !=
+                            REMAT_EXIT_OK) {
+                /* the error is printed */
+            } else if (!text) {
                 rc = remat_cli_fail(&err);
             } else if (json) {
                 /* Wrap the replay summary with the plan's identity. */
