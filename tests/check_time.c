@@ -90,24 +90,24 @@ START_TEST(time_should_read_device_files_strictly)
     ck_assert_time(d.kernel_overhead, 4e-6);
     device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": 1e12}, "
                  "\"memory_bandwidth\": 1e9, \"link_bandwith\": 1}",
-                 REMAT_EINVAL, "dev.json: link_bandwith: unknown field");
+                 REMAT_EPARSE, "dev.json: link_bandwith: unknown field");
     device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": -1}, "
                  "\"memory_bandwidth\": 1e9}",
-                 REMAT_EINVAL, "dev.json: peak_flops.f32: must not be negative");
+                 REMAT_EPARSE, "dev.json: peak_flops.f32: must not be negative");
     device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f33\": 1}, "
                  "\"memory_bandwidth\": 1e9}",
-                 REMAT_EINVAL, "peak_flops.f33: unknown element type");
-    device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": 1e12}}", REMAT_EINVAL,
+                 REMAT_EPARSE, "peak_flops.f33: unknown element type");
+    device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": 1e12}}", REMAT_EPARSE,
                  "memory_bandwidth: is required");
     device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": 1e12}, "
                  "\"memory_bandwidth\": \"fast\"}",
-                 REMAT_EINVAL, "memory_bandwidth: must be a number");
+                 REMAT_EPARSE, "memory_bandwidth: must be a number");
     device_fails("{\"format\": \"remat-device\", \"version\": 1, \"peak_flops\": {\"f32\": 1e12}, "
                  "\"memory_bandwidth\": 1e9, \"default_dtype\": \"bf16\"}",
-                 REMAT_EINVAL, "default_dtype: the default element type needs a positive peak");
-    device_fails("{\"format\": \"remat-graph\", \"version\": 1}", REMAT_EINVAL, "format: must be \"remat-device\"");
+                 REMAT_EPARSE, "default_dtype: the default element type needs a positive peak");
+    device_fails("{\"format\": \"remat-graph\", \"version\": 1}", REMAT_EPARSE, "format: must be \"remat-device\"");
     device_fails("{\"format\": \"remat-device\",\n \"version\": 1,,}", REMAT_EPARSE, "dev.json:2:");
-    device_fails("{\"format\": \"remat-device\", \"version\": 1, \"base\": \"tpu\"}", REMAT_EINVAL,
+    device_fails("{\"format\": \"remat-device\", \"version\": 1, \"base\": \"tpu\"}", REMAT_EPARSE,
                  "base: unknown device 'tpu'");
 }
 END_TEST

@@ -90,7 +90,7 @@ remat_status remat_device_preset(const char *name, remat_device *out, remat_err 
  * the other fields override it. Strict: an unknown key, a wrong type, a
  * negative or non-finite figure, or a missing required field
  * (memory_bandwidth, and at least one peak, unless a base gives them) is
- * REMAT_EPARSE (syntax) or REMAT_EINVAL (content) naming SOURCE and the JSON path. */
+ * REMAT_EPARSE naming SOURCE (and line:column for syntax) and the JSON path. */
 remat_status remat_device_load_json(const char *text, size_t len, const char *source, remat_device *out,
                                     remat_err *err);
 remat_status remat_device_load_file(const char *path, remat_device *out, remat_err *err);

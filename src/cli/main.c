@@ -23,15 +23,18 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
-    {"plan", cmd_plan, "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json]",
+    {"plan", cmd_plan,
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time]] "
+     "[-o PLAN] [--json]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
-    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]",
-     "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
+    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE]",
+     "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
+     "device)"},
     {"ledger", cmd_ledger,
      "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "
      "[--optimizer NAME] [--frozen-copies K] [--zero S --dp N] [--bucket B | --bucket-elements N] [--prefetch K] "
@@ -41,7 +44,7 @@ static const remat_command commands[] = {
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
-     "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] -o FILE",
+     "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit, "GRAPH [PLAN] [--top N] [--json] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},

@@ -122,7 +122,7 @@ static remat_status dfail(remat_err *err, const char *source, const char *path, 
 {
     remat_err_loc loc;
     remat_err_loc_make(&loc, source, path, 0, 0, NULL);
-    return remat_err_set_at(err, REMAT_EINVAL, &loc, "%s: %s%s%s", source, path, *path ? ": " : "", what);
+    return remat_err_set_at(err, REMAT_EPARSE, &loc, "%s: %s%s%s", source, path, *path ? ": " : "", what);
 }
 
 /* A figure: a finite number >= 0 (> 0 when positive is set). */
