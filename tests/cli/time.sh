@@ -40,3 +40,9 @@ expect time_replay_comm 0 'of it hidden behind compute' -- "$REMAT" replay "$T/t
 # A measured duration that is not a number is the graph's error, with its path.
 sed 's/"flops": 4000000/"flops": 4000000, "attrs": {"duration_ns": "slow"}/' $TF/pq.json >"$T/pq-bad.json"
 expect time_bad_duration 3 'ops[0].attrs.duration_ns (op' -- "$REMAT" replay "$T/pq-bad.json"
+# compare prices every strategy's plan on the device: at 14500 B the
+# least-FLOPs plans take 51.008 us, and under --objective time auto finds
+# the 45.008 us one (its FLOP bound is not printed: the costs were ps).
+expect time_compare 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 1000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
+expect time_compare_step 0 '"step_time_s": 5.1008e-05' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
+expect time_compare_objective 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 4000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --objective time --json
