@@ -95,7 +95,8 @@ remat_status remat_device_load_json(const char *text, size_t len, const char *so
                                     remat_err *err);
 remat_status remat_device_load_file(const char *path, remat_device *out, remat_err *err);
 
-/* A preset name, else a device file's path. */
+/* A preset name, else a device file's path (a bare name that is neither a
+ * preset nor an existing file is the unknown-preset error). */
 remat_status remat_device_resolve(const char *name_or_path, remat_device *out, remat_err *err);
 
 /* The roofline: overhead + max(flops / peak, bytes / bandwidth). */

@@ -28,7 +28,8 @@ static const remat_command commands[] = {
      "[-o PLAN] [--json]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
-     "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
+     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time]] [--json] "
+     "[--time-limit S] | GRAPH --sweep N [--svg FILE] "
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},

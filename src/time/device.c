@@ -14,6 +14,7 @@
  * file sets its own. The reader is strict like every remat reader: unknown
  * keys, wrong types and impossible figures are errors naming the JSON path.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "../load/json_glue.h"
 #include "remat/time.h"
 #include "../util/util_internal.h"
@@ -21,6 +22,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define T 1e12
 #define GBS 1e9
@@ -258,8 +260,9 @@ remat_status remat_device_resolve(const char *name_or_path, remat_device *out, r
         if (name_or_path && strcmp(name_or_path, presets[i].name) == 0)
             return remat_device_preset(name_or_path, out, err);
     /* Not a preset: a file, unless the name has no path character and no
-     * such file exists, which is a preset misspelled. */
-    if (name_or_path && !strchr(name_or_path, '/') && !strchr(name_or_path, '.'))
+     * such file exists, which is a preset misspelled (say so, naming the
+     * presets, rather than "no such file"). */
+    if (name_or_path && !strchr(name_or_path, '/') && !strchr(name_or_path, '.') && access(name_or_path, F_OK) != 0)
         return remat_device_preset(name_or_path, out, err);
     return remat_device_load_file(name_or_path, out, err);
 }
