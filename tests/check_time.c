@@ -128,6 +128,8 @@ START_TEST(time_should_follow_ring_closed_forms)
         ck_assert_time(remat_time_collective(&d, REMAT_COLL_ALLREDUCE, 1 << 20, n),
                        2 * (double)(n - 1) * 1e-5 + 2.0 * (double)(n - 1) / (double)n * (1 << 20) / 1e11);
     ck_assert_time(remat_time_collective(&d, REMAT_COLL_ALLREDUCE, 1 << 20, 1), 0);
+    /* A pipeline's point-to-point send: one hop, the whole buffer. */
+    ck_assert_time(remat_time_collective(&d, REMAT_COLL_SEND, 1000000, 2), 1e-5 + 1e6 / 1e11);
     ck_assert_time(remat_time_roofline(4e6, 2000, 1e12, 1e9, 0), 4e-6);
     ck_assert_time(remat_time_roofline(1e6, 10000, 1e12, 1e9, 5e-6), 1.5e-5);
 }

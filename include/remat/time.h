@@ -130,13 +130,15 @@ void remat_op_times_destroy(remat_op_times *t);
 double remat_time_optimizer(const remat_device *d, uint64_t param_bytes, uint64_t grad_bytes,
                             const remat_exec_extras *extras);
 
-typedef enum { REMAT_COLL_ALLREDUCE, REMAT_COLL_ALLGATHER, REMAT_COLL_REDUCE_SCATTER } remat_collective;
+/* SEND: one point-to-point transfer to a neighbour (a pipeline stage's
+ * activations or gradients), latency + bytes / link bandwidth. */
+typedef enum { REMAT_COLL_ALLREDUCE, REMAT_COLL_ALLGATHER, REMAT_COLL_REDUCE_SCATTER, REMAT_COLL_SEND } remat_collective;
 
 /* Ring time of a collective over `ranks` ranks of a buffer of `bytes`
  * (the whole buffer, every rank's part together): (N-1) alpha +
  * (N-1)/N bytes / link bandwidth for all-gather and reduce-scatter,
  * 2 (N-1) alpha + 2 (N-1)/N bytes / link bandwidth for all-reduce; 0 for
- * one rank. The reduction's arithmetic is not counted (it hides under the
+ * one rank. SEND: alpha + bytes / link bandwidth (ranks >= 2 ignored). The reduction's arithmetic is not counted (it hides under the
  * transfer on every device remat has a preset for). */
 double remat_time_collective(const remat_device *d, remat_collective kind, uint64_t bytes, uint64_t ranks);
 

@@ -32,6 +32,8 @@ double remat_time_collective(const remat_device *d, remat_collective kind, uint6
 {
     if (ranks < 2 || bytes == 0)
         return 0;
+    if (kind == REMAT_COLL_SEND)
+        return d->link_latency + (double)bytes / d->link_bandwidth;
     double n = (double)ranks, steps = n - 1;
     double t = steps * d->link_latency + steps / n * (double)bytes / d->link_bandwidth;
     return kind == REMAT_COLL_ALLREDUCE ? 2 * t : t;
