@@ -385,7 +385,7 @@ START_TEST(chain_dp_should_refuse_a_step_that_makes_too_many_levels)
     remat_replay_result r;
     remat_err_init(&err);
     ck_assert_int_eq(remat_plan_make(a, &po, &p, &r, &err), REMAT_EINVAL);
-    ck_assert_msg_contains(&err, "--dp-step");
+    ck_assert_msg_contains(&err, "use a larger dp_step or fewer dp_slots");
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     remat_free(json);

@@ -625,7 +625,7 @@ START_TEST(dtr_should_refuse_an_unknown_score)
     remat_err err;
     remat_err_init(&err);
     ck_assert_int_eq(remat_plan_make(a, &o, &plan, &r, &err), REMAT_EINVAL);
-    ck_assert_msg_contains(&err, "--dtr-score: unknown score 'lru'");
+    ck_assert_msg_contains(&err, "dtr_score: unknown score 'lru'");
     remat_plan_destroy(&plan);
     remat_replay_result_destroy(&r);
     /* Listed among the strategies. */

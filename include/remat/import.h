@@ -88,8 +88,10 @@ typedef struct remat_import_summary {
  * *summary (if not NULL) the counts. Failures: REMAT_EPARSE for text that is
  * not JSON (with line:column), REMAT_EGRAPH for a file that is not a
  * Checkmate graph (the message names the JSON path: "nodes[4].cost_ram: ..."),
- * REMAT_ENOMEM. Cycles are left to the loader and the analyzer of the result.
- * Cost: O(nodes + links) after an O(nodes log nodes) id sort. */
+ * REMAT_ENOMEM. err->loc holds the same place as data: the file, the JSON
+ * path, line and column for text that is not JSON, and the node's id where
+ * the error is about one node. Cycles are left to the loader and the
+ * analyzer of the result. Cost: O(nodes + links) after an O(nodes log nodes) id sort. */
 remat_status remat_import_checkmate(const char *text, size_t len, const char *source, const char *name, char **out,
                                     size_t *out_len, remat_import_summary *summary, remat_err *err);
 
@@ -191,8 +193,10 @@ remat_status remat_import_checkmate_file(const char *path, const char *name, cha
  *                            out) are saved by one forward op, and its TIME is
  *                            added to that op's bwd_flops. The log does not say
  *                            which forward op a backward op belongs to; the
- *                            candidates are the ops that get a backward step (by
- *                            remat's gradient-flow rules) and have every tensor
+ *                            candidates are the ops that get a backward step (as
+ *                            remat_analyze decides it on the converted graph,
+ *                            loaded before any backward instruction is given
+ *                            out) and have every tensor
  *                            of S among their inputs or outputs. The one chosen
  *                            is the earliest (in forward order) whose type is
  *                            the NAME's part before "_backward" (PyTorch names
@@ -245,10 +249,14 @@ typedef struct remat_import_dtr_summary {
  * the format ("log:17: ARGS[1]: unknown tensor 'x42'", "log:9: RESULT[0]:
  * 'x3' is already defined (line 5)", "log:6: INSTRUCTION: expected the
  * MEMORY line of 'x3' (RESULT[0] of the CALL at line 5), found ALIAS") or
- * cannot be mapped (no forward op, no output), REMAT_EOVERFLOW for a
- * bwd_flops sum above 2^64-1, REMAT_ENOMEM. Cost: O(lines + references)
- * plus, per backward instruction, the ops that read or make its first
- * forward argument. */
+ * cannot be mapped (no forward op, no output, a converted graph the loader
+ * refuses: "log: the converted graph is not a valid training step: ..."),
+ * REMAT_EOVERFLOW for a bwd_flops sum above 2^64-1, REMAT_ENOMEM. err->loc
+ * holds the place: file, line (and column for text that is not JSON), the
+ * field as its path within the line's object ("ARGS[1]") and the tensor
+ * named ("x42"). Cost: O(lines + references), one load and analysis of the
+ * converted graph, plus, per backward instruction, the ops that read or
+ * make its first forward argument. */
 remat_status remat_import_dtr(const char *text, size_t len, const char *source, const char *name, char **out,
                               size_t *out_len, remat_import_dtr_summary *summary, remat_err *err);
 

@@ -133,17 +133,79 @@ void remat_cli_put_escaped(FILE *f, const char *s)
     }
 }
 
+/* The flag that spells API parameter name (a remat_plan_options field:
+ * "strategy", "dp_step", ...) on this command line, in flag[0..cap), or 0
+ * when name (n bytes) is no such parameter. The table is the library's, so
+ * a new option is mapped with no edit here. */
+static int flag_for(const char *name, size_t n, char *flag, size_t cap)
+{
+    size_t count;
+    const remat_plan_option_info *t = remat_plan_option_table(&count);
+    int known = n == 8 && strncmp(name, "strategy", 8) == 0;
+    for (size_t i = 0; i < count && !known; i++)
+        known = strlen(t[i].name) == n && strncmp(t[i].name, name, n) == 0;
+    if (!known || n + 3 > cap)
+        return 0;
+    flag[0] = flag[1] = '-';
+    for (size_t i = 0; i < n; i++)
+        flag[i + 2] = name[i] == '_' ? '-' : name[i];
+    flag[n + 2] = '\0';
+    return 1;
+}
+
+static int word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+/* The library's messages about a bad argument name its API parameters; the
+ * user of this command typed flags, so the message is told in those: a
+ * leading "strategy:" becomes "--strategy:", and a parameter whose name has
+ * an underscore (no English word does) becomes its flag wherever it stands
+ * as a whole word ("use a larger dp_step" -> "use a larger --dp-step").
+ * Only for argument errors and unmet budgets: other messages quote the
+ * user's graph, whose ids may be anything. */
+static const char *in_flags(const remat_err *err, char *out, size_t cap)
+{
+    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
+    if (err->code != REMAT_EINVAL && err->code != REMAT_EINFEASIBLE)
+        return msg;
+    size_t k = 0;
+    char flag[64];
+    for (const char *p = msg; *p && k + 1 < cap;) {
+        const char *e = p;
+        while (word_char(*e))
+            e++;
+        size_t n = (size_t)(e - p);
+        int lead = p == msg && *e == ':';
+        if (n && (lead || memchr(p, '_', n)) && (p == msg || !word_char(p[-1])) && flag_for(p, n, flag, sizeof flag)) {
+            for (const char *f = flag; *f && k + 1 < cap; f++)
+                out[k++] = *f;
+            p = e;
+        } else if (n) {
+            for (; p < e && k + 1 < cap; p++)
+                out[k++] = *p;
+        } else {
+            out[k++] = *p++;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
 int remat_cli_fail(const remat_err *err)
 {
+    char buf[2 * REMAT_ERR_MSG_MAX];
     fputs("remat: ", stderr);
-    remat_cli_put_escaped(stderr, err->msg[0] ? err->msg : remat_status_str(err->code));
+    remat_cli_put_escaped(stderr, in_flags(err, buf, sizeof buf));
     fputc('\n', stderr);
     return remat_cli_exit_for(err->code);
 }
 
 int remat_cli_fail_in(const char *file, const remat_err *err)
 {
-    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
+    char buf[2 * REMAT_ERR_MSG_MAX];
+    const char *msg = in_flags(err, buf, sizeof buf);
     size_t n = strlen(file);
     if (strncmp(msg, file, n) == 0 && msg[n] == ':') /* it names the file already */
         return remat_cli_fail(err);

@@ -14,8 +14,7 @@
  * keep and plan on, and loading it through the one loader checks it by the
  * same rules as any other graph (the CLI does that before writing it).
  */
-#include "remat/import.h"
-#include "../util/util_internal.h"
+#include "import_internal.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -55,7 +54,8 @@ typedef struct {
     int keys_ok, names_ok, rids_ok;
 } cx;
 
-/* Records "source: path: message" (REMAT_EGRAPH) and returns 0. */
+/* Records "source: path: message" (REMAT_EGRAPH), with the file and the
+ * JSON path in err's location, and returns 0. */
 static int bad(cx *c, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -64,12 +64,26 @@ static int bad(cx *c, const char *path, const char *fmt, ...)
 
 static int bad(cx *c, const char *path, const char *fmt, ...)
 {
-    char detail[REMAT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, path, NULL, fmt, ap);
     va_end(ap);
-    remat_err_set(c->err, REMAT_EGRAPH, "%s: %s%s%s", c->source, path, *path ? ": " : "", detail);
+    return 0;
+}
+
+/* bad() about one node: its id also goes into err's location. */
+static int bad_node(cx *c, const cnode *x, const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int bad_node(cx *c, const cnode *x, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, path, x->key ? x->key + 1 : NULL, fmt, ap);
+    va_end(ap);
     return 0;
 }
 
@@ -180,7 +194,7 @@ static int read_nodes(cx *c, const cJSON *arr)
         uint32_t prev;
         remat_status st = remat_strmap_put(&c->keys, x->key, i, &prev);
         if (st == REMAT_EINVAL)
-            return bad(c, p, "node id %s is also nodes[%u]'s", x->key + 1, prev);
+            return bad_node(c, x, p, "node id %s is also nodes[%u]'s", x->key + 1, prev);
         if (st != REMAT_OK)
             return nomem(c);
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
@@ -247,7 +261,7 @@ static int read_links(cx *c, const cJSON *arr, remat_import_summary *sum)
         }
         ok = endpoint(c, l, "source", path, &src[i]) && endpoint(c, l, "target", path, &dst[i]);
         if (ok && src[i] == dst[i])
-            ok = bad(c, path, "a node that reads itself (%s)", label(&c->nodes[src[i]]));
+            ok = bad_node(c, &c->nodes[src[i]], path, "a node that reads itself (%s)", label(&c->nodes[src[i]]));
         if (ok)
             count[dst[i] + 1]++;
     }
@@ -321,8 +335,8 @@ static int check_roles(cx *c)
             if (u_bwd && !x_bwd) {
                 char path[64];
                 snprintf(path, sizeof path, "nodes[%u]", v);
-                return bad(c, path, "%s node '%s' reads backward node '%s'", x->is_loss ? "the loss" : "forward",
-                           label(x), label(u));
+                return bad_node(c, x, path, "%s node '%s' reads backward node '%s'",
+                                x->is_loss ? "the loss" : "forward", label(x), label(u));
             }
             if (!u_bwd && !x_bwd)
                 u->n_fwd_succ++;
@@ -395,13 +409,13 @@ static int match_backward(cx *c, remat_import_summary *sum)
         char path[64];
         snprintf(path, sizeof path, "nodes[%u]", v);
         if (f == NONE)
-            return bad(c, path,
-                       "backward node '%s' belongs to no forward node (by name 'X_backward' or 'Grad <X>', or by "
-                       "Checkmate's layout: backward of node i is node %u - i)",
-                       label(x), c->n - 1);
+            return bad_node(c, x, path,
+                            "backward node '%s' belongs to no forward node (by name 'X_backward' or 'Grad <X>', or "
+                            "by Checkmate's layout: backward of node i is node %u - i)",
+                            label(x), c->n - 1);
         if (c->nodes[f].bwd != NONE)
-            return bad(c, path, "backward nodes '%s' and '%s' both belong to forward node '%s'",
-                       label(&c->nodes[c->nodes[f].bwd]), label(x), label(&c->nodes[f]));
+            return bad_node(c, x, path, "backward nodes '%s' and '%s' both belong to forward node '%s'",
+                            label(&c->nodes[c->nodes[f].bwd]), label(x), label(&c->nodes[f]));
         c->nodes[f].bwd = v;
         x->fwd = f;
     }
@@ -436,7 +450,7 @@ static int assign_ids(cx *c)
             if (st == REMAT_EINVAL) {
                 char path[64];
                 snprintf(path, sizeof path, "nodes[%u]", v);
-                return bad(c, path, "cannot give node '%s' an id of its own ('%s' is taken)", label(x), x->rid);
+                return bad_node(c, x, path, "cannot give node '%s' an id of its own ('%s' is taken)", label(x), x->rid);
             }
         }
         if (st != REMAT_OK)
@@ -579,7 +593,7 @@ static int write_graph(cx *c, uint32_t loss, const char *name, remat_buf *b, rem
             if (!remat_u64_add(bwd_flops, g->cpu, &bwd_flops) || bwd_flops > 9007199254740991ull) {
                 char path[64];
                 snprintf(path, sizeof path, "nodes[%u]", v);
-                ok = bad(c, path, "the backward cost op '%s' carries exceeds 2^53-1", label(x));
+                ok = bad_node(c, x, path, "the backward cost op '%s' carries exceeds 2^53-1", label(x));
                 break;
             }
             for (uint32_t k = 0; k < g->n_in; k++) {
@@ -656,12 +670,7 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
                                     size_t *out_len, remat_import_summary *summary, remat_err *err)
 {
     remat_err local;
-    remat_err_init(&local);
-    if (!err)
-        err = &local;
-    *out = NULL;
-    if (out_len)
-        *out_len = 0;
+    remat__import_begin(&err, &local, out, out_len);
     if (!source)
         source = "<checkmate>";
     remat_import_summary sum = {0};
@@ -670,7 +679,8 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
     if (!root) {
         int line, col;
         line_col(text, len, end, &line, &col);
-        return remat_err_set(err, REMAT_EPARSE, "%s:%d:%d: not valid JSON near here", source, line, col);
+        remat__err_at(err, REMAT_EPARSE, source, (uint32_t)line, col, NULL, NULL, "not valid JSON near here");
+        return err->code;
     }
     cx c = {.source = source, .err = err};
     remat_buf b;
@@ -711,28 +721,19 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
     if (c.rids_ok)
         remat_strmap_destroy(&c.rids);
     cJSON_Delete(root);
-    if (!ok) {
-        remat_buf_destroy(&b);
-        return err->code ? err->code : REMAT_EINTERNAL;
-    }
-    *out = b.data;
-    if (out_len)
-        *out_len = b.len;
-    if (summary)
+    if (ok && summary)
         *summary = sum;
-    return REMAT_OK;
+    return remat__import_finish(ok, &b, out, out_len, err);
+}
+
+static remat_status convert(const char *text, size_t len, const char *source, const char *name, char **out,
+                            size_t *out_len, void *summary, remat_err *err)
+{
+    return remat_import_checkmate(text, len, source, name, out, out_len, summary, err);
 }
 
 remat_status remat_import_checkmate_file(const char *path, const char *name, char **out, size_t *out_len,
                                          remat_import_summary *summary, remat_err *err)
 {
-    char *text;
-    size_t len;
-    *out = NULL;
-    remat_status st = remat__read_file(path, &text, &len, err);
-    if (st != REMAT_OK)
-        return st;
-    st = remat_import_checkmate(text, len, path, name, out, out_len, summary, err);
-    remat__free(text);
-    return st;
+    return remat__import_file(convert, path, name, out, out_len, summary, err);
 }

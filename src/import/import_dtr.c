@@ -28,26 +28,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Records "source:line: field: message" (REMAT_EGRAPH) and returns 0. */
-static int bad(dtr_cx *c, const char *field, const char *fmt, ...)
+/* Records "source:line: field: message" (REMAT_EGRAPH), with the line, the
+ * field (as the JSON path within the line's object) and the tensor the
+ * message names (id, may be NULL) in err's location, and returns 0. Past
+ * the last line (c->line 0) the log as a whole is at fault: no field. */
+static int bad_id(dtr_cx *c, const char *field, const char *id, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-static int bad(dtr_cx *c, const char *field, const char *fmt, ...)
+static int bad_id(dtr_cx *c, const char *field, const char *id, const char *fmt, ...)
 {
-    char detail[REMAT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, c->line, 0, c->line ? field : NULL, id, fmt, ap);
     va_end(ap);
-    if (c->line)
-        remat_err_set(c->err, REMAT_EGRAPH, "%s:%u: %s%s%s", c->source, c->line, field, *field ? ": " : "", detail);
-    else
-        remat_err_set(c->err, REMAT_EGRAPH, "%s: %s", c->source, detail);
     return 0;
 }
+
+#define bad(c, field, ...) bad_id((c), (field), NULL, __VA_ARGS__)
 
 static int nomem(dtr_cx *c)
 {
@@ -183,9 +183,9 @@ static int fresh_name(dtr_cx *c, const char *field, const char *name)
 {
     uint32_t k;
     if (find_name(c, name, &k))
-        return bad(c, field, "'%.80s' is already defined (line %u)", name, c->nm.v[k].line);
+        return bad_id(c, field, name, "'%.80s' is already defined (line %u)", name, c->nm.v[k].line);
     if (remat_strmap_get(&c->ids, name, &k))
-        return bad(c, field, "'%.80s' is already the id of a MUTATE version (line %u)", name, c->t.v[k].line);
+        return bad_id(c, field, name, "'%.80s' is already the id of a MUTATE version (line %u)", name, c->t.v[k].line);
     return 1;
 }
 
@@ -204,7 +204,7 @@ static int new_tensor(dtr_cx *c, const char *id, uint32_t *out)
     x->fwd = !c->in_bwd;
     *out = c->t.n++;
     remat_status st = remat_strmap_put(&c->ids, x->id, *out, NULL);
-    return st == REMAT_OK ? 1 : st == REMAT_ENOMEM ? nomem(c) : bad(c, "", "duplicate tensor id '%.80s'", id);
+    return st == REMAT_OK ? 1 : st == REMAT_ENOMEM ? nomem(c) : bad_id(c, "", id, "duplicate tensor id '%.80s'", id);
 }
 
 /* Binds a fresh name to tensor ti (one more reference). */
@@ -240,7 +240,7 @@ static int read_args(dtr_cx *c, const cJSON *args)
         if (!get_name(c, a, field, &s))
             return 0;
         if (!find_name(c, s, &k))
-            return bad(c, field, "unknown tensor '%.80s'", s);
+            return bad_id(c, field, s, "unknown tensor '%.80s'", s);
         if (!DTR_PUSH(c, c->tmp) || !DTR_PUSH(c, c->tmpn))
             return 0;
         c->tmp.v[c->tmp.n++] = c->nm.v[k].tensor;
@@ -408,7 +408,7 @@ static int do_call(dtr_cx *c, const cJSON *j)
             return 0;
         for (const cJSON *q = res->child; q != r; q = q->next)
             if (strcmp(q->valuestring, name) == 0)
-                return bad(c, field, "'%.80s' is listed twice", name);
+                return bad_id(c, field, name, "'%.80s' is listed twice", name);
         if (!fresh_name(c, field, name) || !new_tensor(c, name, &ti) || !bind(c, name, ti) ||
             (op != REMAT_DTR_NONE && !add_output(c, op, ti)))
             return 0;
@@ -560,7 +560,7 @@ static int do_copy(dtr_cx *c, const cJSON *j, int from)
         !get_name(c, cJSON_GetObjectItemCaseSensitive(j, "SRC"), "SRC", &src))
         return 0;
     if (!find_name(c, src, &sk))
-        return bad(c, "SRC", "unknown tensor '%.80s'", src);
+        return bad_id(c, "SRC", src, "unknown tensor '%.80s'", src);
     uint32_t ti = c->nm.v[sk].tensor;
     if (!from) {
         c->sum.copies++;
@@ -568,7 +568,7 @@ static int do_copy(dtr_cx *c, const cJSON *j, int from)
     }
     c->sum.copy_froms++;
     if (!find_name(c, dst, &dk))
-        return bad(c, "DST", "unknown tensor '%.80s'", dst);
+        return bad_id(c, "DST", dst, "unknown tensor '%.80s'", dst);
     dname *n = &c->nm.v[dk];
     if (!n->released)
         c->t.v[n->tensor].refs--;
@@ -720,18 +720,18 @@ int remat__dtr_read(dtr_cx *c, const char *text, size_t len)
                 if (remat__json_alloc_failed())
                     ok = nomem(c);
                 else
-                    ok = 0, remat_err_set(c->err, REMAT_EPARSE, "%s:%u:%d: not valid JSON near here%s", c->source,
-                                          c->line, stop ? (int)(stop - p) + 1 : 1,
+                    ok = 0, remat__err_at(c->err, REMAT_EPARSE, c->source, c->line,
+                                          stop ? (int)(stop - p) + 1 : 1, NULL, NULL, "not valid JSON near here%s",
                                           /* cJSON puts an input that ends too soon at its last character */
-                                          stop && stop + 1 >= le ? " (at the end of the line: a DTR log has one "
-                                                                   "JSON object per line)" : "");
+                                          stop && stop + 1 >= le ? " (at the end of the line: a DTR log has "
+                                                                   "one JSON object per line)" : "");
             } else {
                 const char *r = stop;
                 while (r && r < le && (*r == ' ' || *r == '\t' || *r == '\r'))
                     r++;
                 if (r && r < le)
-                    ok = 0, remat_err_set(c->err, REMAT_EPARSE, "%s:%u:%d: text after the JSON object (one "
-                                          "instruction per line)", c->source, c->line, (int)(r - p) + 1);
+                    ok = 0, remat__err_at(c->err, REMAT_EPARSE, c->source, c->line, (int)(r - p) + 1, NULL,
+                                          NULL, "text after the JSON object (one instruction per line)");
                 else
                     ok = do_line(c, j);
             }
@@ -744,81 +744,14 @@ int remat__dtr_read(dtr_cx *c, const char *text, size_t len)
         const dten *x = &c->t.v[c->pend_first + (c->pend == P_CONST_MEMORY ? 0 : c->pend_k)];
         c->line = 0;
         if (c->pend == P_CONST_MEMORY)
-            return bad(c, "", "the log ends before the MEMORY line of CONSTANT '%.80s' (line %u)", x->id, c->pend_line);
-        return bad(c, "", "the log ends before the %s line of '%.80s' (RESULT[%u] of the CALL at line %u)",
-                   c->pend == P_ALIAS ? "ALIAS" : "MEMORY", x->id, c->pend_k, c->pend_line);
+            return bad_id(c, "", x->id, "the log ends before the MEMORY line of CONSTANT '%.80s' (line %u)", x->id,
+                          c->pend_line);
+        return bad_id(c, "", x->id, "the log ends before the %s line of '%.80s' (RESULT[%u] of the CALL at line %u)",
+                      c->pend == P_ALIAS ? "ALIAS" : "MEMORY", x->id, c->pend_k, c->pend_line);
     }
     c->line = 0;
     if (ok && !c->in_bwd)
         for (uint32_t i = 0; i < c->t.n; i++)
             c->t.v[i].live_at_split = c->t.v[i].refs > 0;
     return ok;
-}
-
-/* "dir/resnet32.log" -> "resnet32"; "-" and "" -> "dtr". */
-static char *default_name(const char *source)
-{
-    const char *base = strrchr(source, '/');
-    base = base ? base + 1 : source;
-    size_t n = strlen(base);
-    const char *dot = strrchr(base, '.');
-    if (dot && dot != base)
-        n = (size_t)(dot - base);
-    if (n == 0 || strcmp(base, "-") == 0)
-        return remat__strdup("dtr");
-    char *s = remat__malloc(n + 1);
-    if (s) {
-        memcpy(s, base, n);
-        s[n] = '\0';
-    }
-    return s;
-}
-
-remat_status remat_import_dtr(const char *text, size_t len, const char *source, const char *name, char **out,
-                              size_t *out_len, remat_import_dtr_summary *summary, remat_err *err)
-{
-    remat_err local;
-    remat_err_init(&local);
-    if (!err)
-        err = &local;
-    *out = NULL;
-    if (out_len)
-        *out_len = 0;
-    if (!source)
-        source = "<dtr>";
-    dtr_cx c = {.source = source, .err = err};
-    remat_buf b;
-    remat_buf_init(&b);
-    char *own_name = NULL;
-    int ok = remat__dtr_read(&c, text, len);
-    if (ok && !name)
-        ok = (name = own_name = default_name(source)) != NULL ? 1 : nomem(&c);
-    ok = ok && remat__dtr_map(&c, name, &b);
-    remat_import_dtr_summary sum = c.sum;
-    remat__dtr_free(&c);
-    remat__free(own_name);
-    if (!ok) {
-        remat_buf_destroy(&b);
-        return err->code ? err->code : REMAT_EINTERNAL;
-    }
-    *out = b.data;
-    if (out_len)
-        *out_len = b.len;
-    if (summary)
-        *summary = sum;
-    return REMAT_OK;
-}
-
-remat_status remat_import_dtr_file(const char *path, const char *name, char **out, size_t *out_len,
-                                   remat_import_dtr_summary *summary, remat_err *err)
-{
-    char *text;
-    size_t len;
-    *out = NULL;
-    remat_status st = remat__read_file(path, &text, &len, err);
-    if (st != REMAT_OK)
-        return st;
-    st = remat_import_dtr(text, len, path, name, out, out_len, summary, err);
-    remat__free(text);
-    return st;
 }

@@ -3,13 +3,13 @@
  * importer: import_dtr.c reads the log into tables of tensors, names, ops
  * and backward reads; import_dtr_map.c decides the roles (seed, loss,
  * params, backward steps), gives each backward instruction to a forward op
- * and writes the remat graph. Internal to src/import.
+ * and writes the remat graph; import_dtr_entry.c joins them behind the
+ * public calls. Internal to src/import.
  */
 #ifndef REMAT_LOAD_IMPORT_DTR_INTERNAL_H
 #define REMAT_LOAD_IMPORT_DTR_INTERNAL_H
 
-#include "remat/import.h"
-#include "../util/util_internal.h"
+#include "import_internal.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@ typedef struct {
     uint8_t fwd;        /* made in the forward part */
     uint8_t constant, param;
     uint8_t live_at_split; /* refs > 0 when the forward part ended */
-    uint8_t read_fwd, read_bwd, needs_grad, reaches;
+    uint8_t read_fwd, read_bwd;
 } dten;
 
 typedef struct {

@@ -1,13 +1,14 @@
 /*
  * import_dtr_map.c - the second half of the DTR log importer (see
  * import_dtr.c and remat/import.h): once the whole log is read, decides the
- * gradient seed and the loss (or the outputs), which constants are params,
- * which ops get a backward step (remat's own gradient-flow rules, so that
- * saves are given only to ops whose backward step will read them), gives
+ * gradient seed and the loss (or the outputs) and which constants are
+ * params, asks remat_analyze which ops get a backward step (so that saves
+ * are given only to ops whose backward step will read them), gives
  * every backward instruction's reads and time to a forward op, and writes
  * the remat graph.
  */
 #include "import_dtr_internal.h"
+#include "remat/analyze.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -178,9 +179,14 @@ static int cmp_save(const void *a, const void *b)
     return (x->t > y->t) - (x->t < y->t);
 }
 
-/* Decides the seed and the loss (or the outputs), the params, and which ops
- * get a backward step. Outputs are marked `reaches` here; the reverse pass
- * spreads it. */
+/* Without a gradient seed, the outputs are the forward results nothing
+ * reads that are still live when the forward part ends. */
+static int is_output(const dten *x)
+{
+    return x->fwd && x->producer != NONE && !x->read_fwd && !x->read_bwd && x->live_at_split;
+}
+
+/* Decides the seed and the loss (or the outputs) and the params. */
 static int roles(dtr_cx *c, uint32_t *loss, uint32_t *seed)
 {
     *loss = *seed = NONE;
@@ -196,7 +202,6 @@ static int roles(dtr_cx *c, uint32_t *loss, uint32_t *seed)
             last->dropped = 1;
             *seed = c->op.n - 1;
             *loss = c->ref.v[last->in_off];
-            c->t.v[*loss].reaches = 1;
             c->sum.seed = 1;
         }
     }
@@ -204,10 +209,7 @@ static int roles(dtr_cx *c, uint32_t *loss, uint32_t *seed)
         uint32_t outs = 0;
         for (uint32_t i = 0; i < c->t.n; i++) {
             dten *x = &c->t.v[i];
-            if (x->fwd && x->producer != NONE && !x->read_fwd && !x->read_bwd && x->live_at_split) {
-                x->reaches = 1;
-                outs++;
-            }
+            outs += is_output(x);
         }
         if (outs == 0)
             return fail(c,
@@ -223,38 +225,11 @@ static int roles(dtr_cx *c, uint32_t *loss, uint32_t *seed)
         /* A weight is a constant the log never releases; a log without a
          * backward part trains nothing, so there every constant is an
          * input. */
-        x->param = x->needs_grad = c->in_bwd && x->refs > 0;
+        x->param = c->in_bwd && x->refs > 0;
         if (x->param)
             c->sum.params++;
         else
             c->sum.inputs++;
-    }
-    /* remat's gradient flow (graphs/README.md): needs forward, reaches
-     * backward, a backward step where both meet on an output. */
-    for (uint32_t o = 0; o < c->op.n; o++) {
-        dop *x = &c->op.v[o];
-        if (x->dropped)
-            continue;
-        int need = 0;
-        for (uint32_t k = 0; k < x->n_in; k++)
-            need |= c->t.v[c->ref.v[x->in_off + k]].needs_grad;
-        for (uint32_t k = 0; k < x->n_out; k++)
-            c->t.v[c->ref.v[x->out_off + k]].needs_grad = (uint8_t)need;
-    }
-    for (uint32_t o = c->op.n; o-- > 0;) {
-        dop *x = &c->op.v[o];
-        if (x->dropped)
-            continue;
-        int reach = 0, flow = 0;
-        for (uint32_t k = 0; k < x->n_out; k++) {
-            const dten *t = &c->t.v[c->ref.v[x->out_off + k]];
-            reach |= t->reaches;
-            flow |= t->reaches && t->needs_grad;
-        }
-        x->has_bwd = (uint8_t)flow;
-        if (reach)
-            for (uint32_t k = 0; k < x->n_in; k++)
-                c->t.v[c->ref.v[x->in_off + k]].reaches = 1;
     }
     return 1;
 }
@@ -384,7 +359,7 @@ static int write_graph(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed
         uint32_t k = 0;
         for (uint32_t i = 0; i < c->t.n; i++) {
             const dten *x = &c->t.v[i];
-            if (x->fwd && x->producer != NONE && !x->read_fwd && !x->read_bwd && x->live_at_split) {
+            if (is_output(x)) {
                 if (k++)
                     remat_buf_puts(b, ", ");
                 remat_buf_json_str(b, x->id);
@@ -395,10 +370,46 @@ static int write_graph(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed
     return b->failed ? remat__dtr_nomem(c) : 1;
 }
 
+/* Which ops get a backward step is remat's own rule (graphs/README.md,
+ * "Execution model"), so it is asked of remat_analyze rather than derived a
+ * second time here: the graph is written before any backward instruction is
+ * given out (every op's saves empty, which cannot change which ops have a
+ * backward step), loaded by the one loader and analyzed. Op k of that graph
+ * is the k-th op not dropped. A graph the loader refuses would be refused
+ * after the conversion too; the message says so in the words the CLI used
+ * for that case, keeping the loader's location. */
+static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed)
+{
+    remat_import_dtr_summary counted = c->sum; /* the writer counts views and saves: once, at the end */
+    remat_buf b;
+    remat_buf_init(&b);
+    int ok = write_graph(c, name, loss, seed, &b);
+    c->sum = counted;
+    remat_graph *g = NULL;
+    remat_analysis *a = NULL;
+    remat_err e;
+    remat_err_init(&e);
+    if (ok && (remat_graph_load_json(b.data, b.len, c->source, &g, &e) != REMAT_OK ||
+               remat_analyze(g, &a, &e) != REMAT_OK)) {
+        if (e.code == REMAT_ENOMEM)
+            ok = remat__dtr_nomem(c);
+        else
+            ok = 0, remat_err_set_at(c->err, e.code, &e.loc, "%s: the converted graph is not a valid training step: %s",
+                                     c->source, e.msg);
+    }
+    for (uint32_t o = 0, k = 0; ok && o < c->op.n; o++)
+        if (!c->op.v[o].dropped)
+            c->op.v[o].has_bwd = a->bwd_step[k++] != REMAT_NONE;
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    remat_buf_destroy(&b);
+    return ok;
+}
+
 int remat__dtr_map(dtr_cx *c, const char *name, remat_buf *b)
 {
     uint32_t loss, seed;
-    if (!roles(c, &loss, &seed) || !attribute(c))
+    if (!roles(c, &loss, &seed) || !backward_steps(c, name, loss, seed) || !attribute(c))
         return 0;
     /* One save per (op, tensor), in tensor order within each op. */
     if (c->sv.n) /* qsort wants an array even for no elements */

@@ -135,6 +135,18 @@ int remat__load_first_occurrences(loader *L, const uint32_t *v, uint32_t n, uint
  * they held back. 0 when something does not resolve or check. */
 int remat__load_resolve_deferred(loader *L);
 
+/* Ids are printed in messages, capped (a 1 MB id would drown the text):
+ * id itself, or its start and "..." in buf. */
+const char *remat__load_short_id(const char *id, char *buf, size_t cap);
+/* "base[i]", or "base.key[i]" when key is not NULL, truncated at cap. */
+void remat__load_path_index(char *dst, size_t cap, const char *base, const char *key, uint32_t i);
+/* An op's default saves: its distinct inputs, in order (load_checks.c). */
+int remat__load_default_saves(loader *L, remat_op *op);
+/* Refuses explicit saves that name a tensor twice, at path.saves[i]. */
+int remat__load_check_saves(loader *L, const remat_op *op, const char *path);
+/* Refuses an op id that is the id of a tensor other than its own output. */
+int remat__load_check_op_id(loader *L, uint32_t k, const char *path);
+
 /* Views' storage and sizes, the graph outputs, the fingerprint
  * (load_graph.c). */
 int remat__load_finish(loader *L, const cJSON *outputs);

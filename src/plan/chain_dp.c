@@ -208,8 +208,8 @@ static remat_status plan_for(remat_planner *P, const remat_chain_profile *pr, ui
     if (w > MAX_LEVELS) {
         char b[64];
         return remat_err_set(P->err, REMAT_EINVAL,
-                             "chain-dp: a step of %s gives %llu memory levels, more than %d; use a larger --dp-step "
-                             "or fewer --dp-slots",
+                             "chain-dp: a step of %s gives %llu memory levels, more than %d; use a larger dp_step "
+                             "or fewer dp_slots",
                              remat_format_bytes(q, b, sizeof b), (unsigned long long)w, MAX_LEVELS);
     }
     *M0 = (int32_t)m0;

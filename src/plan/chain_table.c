@@ -477,7 +477,7 @@ remat_status remat__chain_dp_fill(const remat_chain_profile *pr, uint64_t q, int
     if ((uint64_t)rows * (uint64_t)W > REMAT_CHAIN_MAX_ENTRIES)
         return remat_err_set(err, REMAT_EINVAL,
                              "chain-dp: %u stages need %zu table rows of %d memory levels, more than %llu entries; "
-                             "use a larger --dp-step or fewer --dp-slots",
+                             "use a larger dp_step or fewer dp_slots",
                              n, rows, W, (unsigned long long)REMAT_CHAIN_MAX_ENTRIES);
     D->cost = remat__array(rows * (size_t)W, sizeof *D->cost);
     D->lo = remat__array(rows, sizeof *D->lo);

@@ -184,7 +184,7 @@ static remat_status parse_score(remat_planner *P, int *first, int *last)
             *first = *last = i;
             return REMAT_OK;
         }
-    return remat_err_set(P->err, REMAT_EINVAL, "--dtr-score: unknown score '%s' (known: h_dtr, eq, local, best)",
+    return remat_err_set(P->err, REMAT_EINVAL, "dtr_score: unknown score '%s' (known: h_dtr, eq, local, best)",
                          name);
 }
 

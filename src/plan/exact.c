@@ -390,7 +390,7 @@ static remat_status infeasible(remat_planner *P, const exact_pool *bp, int budge
         snprintf(why, sizeof why, "(its program of %llu columns is beyond the %d it solves)", (unsigned long long)cols,
                  EXACT_SOLVE_COLS);
     else if (r.timed_out || remat__exact_now() >= deadline)
-        snprintf(why, sizeof why, "before its time limit of %g s (raise --time-limit)", limit);
+        snprintf(why, sizeof why, "before its time limit of %g s (raise time_limit)", limit);
     else
         snprintf(why, sizeof why, "(GLPK stopped without a proof)");
     return remat_err_set(P->err, REMAT_EINFEASIBLE,

@@ -199,7 +199,7 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
             strncat(list, j ? ", " : "", sizeof list - strlen(list) - 1);
             strncat(list, infos[j].name, sizeof list - strlen(list) - 1);
         }
-        return remat_err_set(err, REMAT_EINVAL, "--strategy: unknown strategy '%s' (known: %s)", name, list);
+        return remat_err_set(err, REMAT_EINVAL, "strategy: unknown strategy '%s' (known: %s)", name, list);
     }
     remat_planner P;
     memset(&P, 0, sizeof P);

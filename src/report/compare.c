@@ -218,7 +218,7 @@ remat_status remat_compare_sweep(const remat_analysis *a, const remat_plan_optio
 {
     memset(out, 0, sizeof *out);
     if (n < 2)
-        return remat_err_set(err, REMAT_EINVAL, "--sweep: need at least 2 budgets");
+        return remat_err_set(err, REMAT_EINVAL, "n: a sweep needs at least 2 budgets (got %zu)", n);
     column cols[32];
     size_t k = columns(cols, 32);
     remat_plan_options base = *o;

@@ -10,7 +10,8 @@
  * binary32 converted to binary64 and back is unchanged) or the strings
  * "nan", "inf" and "-inf" for what JSON cannot spell. Integers must be whole
  * numbers in range. Every error names the file and a JSON path, as the
- * plan reader's do.
+ * plan reader's do, and carries them (with the tensor's id where one is at
+ * fault) in remat_err.loc.
  *
  * The writer prints every float with the fewest significant digits (15 to
  * 17 for a binary64, 6 to 9 for a binary32) that read back to the same
@@ -38,21 +39,25 @@ typedef struct {
     remat_err *err;
 } reader;
 
-static remat_status rfail(reader *R, const char *path, const char *fmt, ...)
+/* Records "source: path: message" (REMAT_EGRAPH) with the file, the JSON
+ * path and the tensor the message is about (id, may be NULL) in err's
+ * location. */
+static remat_status rfail_id(reader *R, const char *path, const char *id, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-static remat_status rfail(reader *R, const char *path, const char *fmt, ...)
+static remat_status rfail_id(reader *R, const char *path, const char *id, const char *fmt, ...)
 {
-    char detail[REMAT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    remat_status st = remat__err_vat(R->err, REMAT_EGRAPH, R->source, 0, 0, path, id, fmt, ap);
     va_end(ap);
-    return remat_err_set(R->err, REMAT_EGRAPH, "%s: %s%s%s", R->source, path, *path ? ": " : "", detail);
+    return st;
 }
+
+#define rfail(R, path, ...) rfail_id((R), (path), NULL, __VA_ARGS__)
 
 static remat_status nomem(reader *R)
 {
@@ -135,7 +140,7 @@ static remat_status read_tensor(reader *R, const cJSON *a, uint32_t t, remat_ele
     if (!cJSON_IsArray(a))
         return rfail(R, path, "must be an array of numbers");
     if (size == 0 || T->bytes % size != 0)
-        return rfail(R, path, "tensor '%.80s' (%llu B) is not a whole number of %s elements", T->id,
+        return rfail_id(R, path, T->id, "tensor '%.80s' (%llu B) is not a whole number of %s elements", T->id,
                      (unsigned long long)T->bytes, remat_elem_name(elem));
     uint64_t n = T->bytes / size, i = 0;
     uint8_t *buf = remat__malloc(T->bytes ? (size_t)T->bytes : 1);
@@ -143,7 +148,7 @@ static remat_status read_tensor(reader *R, const cJSON *a, uint32_t t, remat_ele
         return nomem(R);
     remat_status st = fill(R, a, elem, buf, n, &i, path, 0);
     if (st == REMAT_OK && i != n)
-        st = rfail(R, path, "%llu elements, but tensor '%.80s' has %llu", (unsigned long long)i, T->id,
+        st = rfail_id(R, path, T->id, "%llu elements, but tensor '%.80s' has %llu", (unsigned long long)i, T->id,
                    (unsigned long long)n);
     if (st != REMAT_OK) {
         remat__free(buf);
@@ -243,7 +248,7 @@ static remat_status load_state(reader *R, const cJSON *root, remat_model_state *
         snprintf(path, sizeof path, "params.%.80s", p->string);
         uint32_t t = remat_graph_find_tensor(g, p->string);
         if (t == REMAT_NONE || g->tensors[t].kind != REMAT_TENSOR_PARAM)
-            return rfail(R, path, "graph '%.80s' has no param '%.80s'", g->name, p->string);
+            return rfail_id(R, path, p->string, "graph '%.80s' has no param '%.80s'", g->name, p->string);
         if (!cJSON_IsObject(p))
             return rfail(R, path, "must be an object {\"value\": [...], ...}");
         for (const cJSON *f = p->child; f; f = f->next) {
@@ -257,7 +262,8 @@ static remat_status load_state(reader *R, const cJSON *root, remat_model_state *
             for (uint32_t j = 0; j < ns && !dst; j++)
                 if (strcmp(f->string, remat_optim_state_name(o.kind, j)) == 0) {
                     if (!s->state[j][t])
-                        return rfail(R, fp, "param '%.80s' is frozen: it has no optimizer state", p->string);
+                        return rfail_id(R, fp, p->string, "param '%.80s' is frozen: it has no optimizer state",
+                                        p->string);
                     dst = &s->state[j][t];
                 }
             if (!dst)
@@ -280,7 +286,8 @@ static remat_status load_state(reader *R, const cJSON *root, remat_model_state *
     }
     for (uint32_t t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].kind == REMAT_TENSOR_PARAM && !cJSON_GetObjectItemCaseSensitive(params, g->tensors[t].id))
-            return rfail(R, "params", "param '%.80s' of graph '%.80s' is missing", g->tensors[t].id, g->name);
+            return rfail_id(R, "params", g->tensors[t].id, "param '%.80s' of graph '%.80s' is missing",
+                            g->tensors[t].id, g->name);
     return REMAT_OK;
 }
 
@@ -344,17 +351,18 @@ static remat_status load_data(reader *R, const cJSON *root, remat_dataset *d)
             snprintf(fp, sizeof fp, "%s.%.80s", path, f->string);
             uint32_t t = remat_graph_find_tensor(g, f->string);
             if (t == REMAT_NONE || g->tensors[t].kind != REMAT_TENSOR_INPUT)
-                return rfail(R, fp, "graph '%.80s' has no input '%.80s'", g->name, f->string);
+                return rfail_id(R, fp, f->string, "graph '%.80s' has no input '%.80s'", g->name, f->string);
             remat_elem elem = remat_elem_parse(g->tensors[t].dtype);
             if (elem == REMAT_ELEM_NONE)
-                return rfail(R, fp, "input '%.80s' has no dtype the trainer reads (f64, f32, i64, i32)", f->string);
+                return rfail_id(R, fp, f->string, "input '%.80s' has no dtype the trainer reads (f64, f32, i64, i32)",
+                               f->string);
             uint8_t **dst = &d->data[(size_t)b * g->n_tensors + t];
             if ((st = read_tensor(R, f, t, elem, fp, dst)) != REMAT_OK)
                 return st;
         }
         for (uint32_t t = 0; t < g->n_tensors; t++)
             if (g->tensors[t].kind == REMAT_TENSOR_INPUT && !d->data[(size_t)b * g->n_tensors + t])
-                return rfail(R, path, "input '%.80s' is missing", g->tensors[t].id);
+                return rfail_id(R, path, g->tensors[t].id, "input '%.80s' is missing", g->tensors[t].id);
     }
     return REMAT_OK;
 }

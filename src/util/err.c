@@ -1,8 +1,9 @@
 /*
- * err.c - status names, first-error-wins error records, and the library's
- * version.
+ * err.c - status names, first-error-wins error records (with their
+ * location, and one writer that builds the message from the location), and
+ * the library's version.
  */
-#include "remat/util.h"
+#include "util_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,4 +79,38 @@ remat_status remat_err_set(remat_err *err, remat_status code, const char *fmt, .
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return code;
+}
+
+remat_status remat__err_vat(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
+                            const char *path, const char *id, const char *fmt, va_list ap)
+{
+    if (!err)
+        return code;
+    if (err->code != REMAT_OK)
+        return err->code;
+    char detail[REMAT_ERR_MSG_MAX], where[REMAT_ERR_MSG_MAX];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    if (!file)
+        file = "";
+    if (!path)
+        path = "";
+    if (line && column)
+        snprintf(where, sizeof where, "%s:%u:%d", file, line, column);
+    else if (line)
+        snprintf(where, sizeof where, "%s:%u", file, line);
+    else
+        snprintf(where, sizeof where, "%s", file);
+    remat_err_loc loc;
+    remat_err_loc_make(&loc, file, path, (int)line, column, id);
+    return remat_err_set_at(err, code, &loc, "%s: %s%s%s", where, path, *path ? ": " : "", detail);
+}
+
+remat_status remat__err_at(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
+                           const char *path, const char *id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    remat_status st = remat__err_vat(err, code, file, line, column, path, id, fmt, ap);
+    va_end(ap);
+    return st;
 }

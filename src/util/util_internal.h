@@ -128,6 +128,21 @@ remat_status remat__write_file_atomic(const char *path, const char *data, size_t
  * caller (remat__free). */
 remat_status remat__read_file(const char *path, char **out, size_t *len, remat_err *err);
 
+/* An error at a place in an input, told twice from the same facts: the
+ * message "file[:line[:column]]: [path: ]detail" and err->loc = {file,
+ * path, line, column, id} (line and column 0, path and id NULL or "" where
+ * they do not apply). First error wins, as remat_err_set; returns the code
+ * err holds. The readers of imported files and state files write through
+ * it, so their words and their locations cannot disagree (err.c). */
+remat_status remat__err_vat(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
+                            const char *path, const char *id, const char *fmt, va_list ap);
+remat_status remat__err_at(remat_err *err, remat_status code, const char *file, uint32_t line, int column,
+                           const char *path, const char *id, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+
 /* FNV-1a 64-bit, for ids and fingerprints (identity, not security). */
 uint64_t remat__fnv1a(uint64_t h, const void *data, size_t n);
 #define REMAT_FNV_OFFSET 0xcbf29ce484222325ULL

@@ -28,6 +28,10 @@ expect chain_dp_step 0 '"step_bytes": 65536,' -- \
     "$REMAT" plan "$T4" --strategy chain-dp --dp-step 64KiB --activation-budget "$T4_HALF"
 expect chain_dp_step_too_small 2 "chain-dp: a step of 1 B gives" -- \
     "$REMAT" plan "$T4" --strategy chain-dp --dp-step 1 --activation-budget "$T4_HALF"
+# The library names its parameters (dp_step, dp_slots); the command line
+# tells them as the flags the user typed.
+expect chain_dp_step_names_flags 2 "use a larger --dp-step or fewer --dp-slots" -- \
+    "$REMAT" plan "$T4" --strategy chain-dp --dp-step 1 --activation-budget "$T4_HALF"
 expect chain_dp_slots_not_a_number 2 "--dp-slots: 'x' is not a whole number" -- \
     "$REMAT" plan "$T4" --strategy chain-dp --dp-slots x --activation-budget "$T4_HALF"
 
