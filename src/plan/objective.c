@@ -29,7 +29,8 @@ remat_status remat__plan_make_for_time(const remat_analysis *a, const remat_plan
     remat_plan_init(out);
     memset(r, 0, sizeof *r);
     if (!o->device)
-        return remat_err_set(err, REMAT_EINVAL, "the time objective needs a device (--device NAME|FILE)");
+        return remat_err_set(err, REMAT_EINVAL,
+                             "the time objective needs a device (the device field of the plan options)");
     const remat_graph *g = a->g;
     remat_op_times t;
     remat_status st = remat_op_times_init(a, o->device, &t, err);
