@@ -11,6 +11,7 @@
 #include "remat/plan.h"
 #include "util/util_internal.h"
 
+#include <getopt.h>
 #include <stdio.h>
 
 /* Documented in README.md ("Exit codes"). */
@@ -29,6 +30,22 @@ typedef struct {
     const char *usage;   /* one line after "remat NAME " */
     const char *summary; /* one line for `remat help` */
 } remat_command;
+
+/* The format flags a command's document has besides its default, as
+ * getopt entries: "--json" (val 'j') when the document table
+ * (remat_report_docs) lists JSON and it is not the default. */
+#define REMAT_CLI_FORMAT_FLAGS 1
+
+/* opts = own (ending in its {NULL} entry) with doc's format flags before
+ * the terminator; opts must hold the entries of own plus
+ * REMAT_CLI_FORMAT_FLAGS. Returns opts. */
+const struct option *remat_cli_options(remat_report_doc doc, const struct option *own, struct option *opts);
+
+/* The format a command writes its document in: JSON when --json was given,
+ * else the document's default; both read off the library's document table
+ * (remat_report_docs), as remat_report_write, which every command's report
+ * goes through, checks the pair. */
+remat_report_format remat_cli_format(remat_report_doc doc, int json);
 
 /* Maps a status to an exit code. */
 int remat_cli_exit_for(remat_status st);

@@ -29,18 +29,19 @@ static int parse_work(const char *s, uint64_t *out)
 int cmd_alloc(int argc, char **argv)
 {
     enum { OPT_POLICY = 256, OPT_STATIC, OPT_SVG, OPT_LAYOUT, OPT_ACT, OPT_WORK };
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"policy", required_argument, NULL, OPT_POLICY},
         {"static", required_argument, NULL, OPT_STATIC},
         {"svg", required_argument, NULL, OPT_SVG},
         {"svg-layout", required_argument, NULL, OPT_LAYOUT},
         {"activation-only", no_argument, NULL, OPT_ACT},
         {"work", required_argument, NULL, OPT_WORK},
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_ALLOC, own, buf);
     int json = 0, c, run_policy[REMAT_ALLOC_POLICY_COUNT] = {1, 1, 1}, run_static = 1;
     remat_static_options so;
     remat_static_options_init(&so);
@@ -183,13 +184,16 @@ int cmd_alloc(int argc, char **argv)
                          who, remat_static_algo_name(sp.chosen), (unsigned long long)extent,
                          (unsigned long long)t.logical_peak);
             }
-            text = remat_report_alloc_svg(a, &plan.schedule, &t, offs, extent, title, 0, &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .alloc_trace = &t, .offsets = offs, .extent = extent,
+                                     .title = title};
+            text = remat_report_write(REMAT_DOC_ALLOC, &in, REMAT_REPORT_SVG, &len, &err);
             rc = text ? remat_cli_write(svg, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }
         if (rc == REMAT_EXIT_OK) {
-            text = remat_report_alloc(a, &plan.schedule, &t, shown, REMAT_ALLOC_POLICY_COUNT, run_static ? &sp : NULL,
-                                      json, &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .alloc_trace = &t, .policies = shown,
+                                     .n_policies = REMAT_ALLOC_POLICY_COUNT, .static_plan = run_static ? &sp : NULL};
+            text = remat_report_write(REMAT_DOC_ALLOC, &in, remat_cli_format(REMAT_DOC_ALLOC, json), &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }

@@ -18,13 +18,14 @@
 
 int cmd_audit(int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_AUDIT, own, buf);
     remat_trace_options o;
     remat_trace_options_init(&o);
     o.top = 10;
@@ -63,7 +64,8 @@ int cmd_audit(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     size_t len = 0;
-    char *text = remat_trace_audit(t, &o, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    remat_report_input in = {.trace = t, .trace_options = &o};
+    char *text = remat_report_write(REMAT_DOC_AUDIT, &in, remat_cli_format(REMAT_DOC_AUDIT, json), &len, &err);
     rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_trace_destroy(t);

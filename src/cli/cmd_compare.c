@@ -25,7 +25,7 @@ static void progress(void *ctx, size_t done, size_t total)
 int cmd_compare(int argc, char **argv)
 {
     enum { OPT_ACT = 256, OPT_SVG, OPT_TIME };
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"budget", required_argument, NULL, 'b'},
         {"activation-budget", required_argument, NULL, OPT_ACT},
         {"sweep", required_argument, NULL, 'n'},
@@ -33,11 +33,12 @@ int cmd_compare(int argc, char **argv)
         {"time-limit", required_argument, NULL, OPT_TIME},
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_COMPARE, own, buf);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c;
@@ -133,13 +134,14 @@ int cmd_compare(int argc, char **argv)
         if (remat_compare_sweep(a, &o, sweep, &s, isatty(2) ? progress : NULL, NULL, &err) != REMAT_OK) {
             rc = err.code == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         } else {
+            remat_report_input in = {.a = a, .sweep = &s};
             if (svg) {
-                text = remat_report_sweep(a, &s, 1, &len, &err);
+                text = remat_report_write(REMAT_DOC_SWEEP, &in, REMAT_REPORT_SVG, &len, &err);
                 rc = text ? remat_cli_write(svg, text, len) : remat_cli_fail(&err);
                 remat_free(text);
             }
             if (rc == REMAT_EXIT_OK) {
-                text = remat_report_sweep(a, &s, 0, &len, &err);
+                text = remat_report_write(REMAT_DOC_SWEEP, &in, remat_cli_format(REMAT_DOC_SWEEP, json), &len, &err);
                 rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
                 remat_free(text);
             }
@@ -151,7 +153,8 @@ int cmd_compare(int argc, char **argv)
         if (remat_compare_run(a, &o, rows, 32, &n, &err) != REMAT_OK) {
             rc = err.code == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         } else {
-            text = remat_report_compare(a, &o, rows, n, json, &len, &err);
+            remat_report_input in = {.a = a, .o = &o, .rows = rows, .n_rows = n};
+            text = remat_report_write(REMAT_DOC_COMPARE, &in, remat_cli_format(REMAT_DOC_COMPARE, json), &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
             remat_free(text);
         }

@@ -40,15 +40,16 @@ static const char *const help_text =
 
 int cmd_ledger(int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option own[] = {
         {"params", required_argument, NULL, OPT_PARAMS},
         {"graph", required_argument, NULL, OPT_GRAPH},
         REMAT_CLI_LEDGER_LONG_OPTS,
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_LEDGER, own, buf);
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
     remat_ledger_config *cfg = &L.cfg;

@@ -8,12 +8,13 @@
 
 int cmd_lifetimes(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option own[] = {
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_LIFETIMES, own, buf);
     int json = 0, c;
     const char *out = "-";
     optind = 1;
@@ -35,7 +36,8 @@ int cmd_lifetimes(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     size_t len;
-    char *text = remat_report_lifetimes(a, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT, &len, &err);
+    remat_report_input in = {.a = a};
+    char *text = remat_report_write(REMAT_DOC_LIFETIMES, &in, remat_cli_format(REMAT_DOC_LIFETIMES, json), &len, &err);
     rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     remat_analysis_destroy(a);

@@ -86,8 +86,7 @@ static char *with_numeric(char *text, size_t *len, int json, const remat_numeric
 
 int cmd_replay(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
+    static const struct option own[] = {
         {"output", required_argument, NULL, 'o'},
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
@@ -96,6 +95,8 @@ int cmd_replay(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
+    const struct option *opts = remat_cli_options(REMAT_DOC_REPLAY, own, buf);
     int json = 0, numeric = 0, c;
     uint64_t scale = 1;
     const char *out = "-", *scale_arg = NULL;
@@ -177,8 +178,8 @@ int cmd_replay(int argc, char **argv)
         remat_err rerr;
         remat_err_init(&rerr);
         size_t len;
-        char *text = remat_report_replay(a, &plan.schedule, r, &err, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
-                                         &len, &rerr);
+        remat_report_input in = {.a = a, .s = &plan.schedule, .r = r, .why = &err};
+        char *text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &rerr);
         if (text && numeric && nr.ran)
             text = with_numeric(text, &len, json, &nr, &err, &rerr);
         int trc = REMAT_EXIT_OK;

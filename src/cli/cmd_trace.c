@@ -252,7 +252,12 @@ int cmd_trace(int argc, char **argv)
     size_t len = 0;
     char *text = NULL;
     if (rc == REMAT_EXIT_OK) {
-        text = remat_trace_write(t, &o, (remat_trace_format)fmt, &len, &err);
+        /* The trace's format table names each format as the report table does. */
+        size_t n_fmt;
+        remat_report_format rf = REMAT_REPORT_JSON;
+        remat_report_format_parse(remat_trace_formats(&n_fmt)[fmt].name, &rf);
+        remat_report_input in = {.trace = t, .trace_options = &o};
+        text = remat_report_write(REMAT_DOC_TRACE, &in, rf, &len, &err);
         rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
     }
     remat_free(text);

@@ -106,6 +106,25 @@ static int cmd_help(int argc, char **argv)
     return REMAT_EXIT_OK;
 }
 
+const struct option *remat_cli_options(remat_report_doc doc, const struct option *own, struct option *opts)
+{
+    size_t k = 0, n;
+    for (; own[k].name; k++)
+        opts[k] = own[k];
+    const remat_report_doc_info *d = remat_report_docs(&n);
+    if ((d[doc].formats & (1u << REMAT_REPORT_JSON)) && d[doc].first != REMAT_REPORT_JSON)
+        opts[k++] = (struct option){"json", no_argument, NULL, 'j'};
+    opts[k] = (struct option){NULL, 0, NULL, 0};
+    return opts;
+}
+
+remat_report_format remat_cli_format(remat_report_doc doc, int json)
+{
+    size_t n;
+    const remat_report_doc_info *d = remat_report_docs(&n);
+    return json && (d[doc].formats & (1u << REMAT_REPORT_JSON)) ? REMAT_REPORT_JSON : d[doc].first;
+}
+
 int remat_cli_exit_for(remat_status st)
 {
     switch (st) {

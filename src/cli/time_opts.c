@@ -76,9 +76,11 @@ int remat_cli_time_append(const remat_cli_time *T, const remat_analysis *a, cons
     remat_status st = remat_op_times_init(a, &T->dev, &t, &err);
     if (st == REMAT_OK) {
         st = remat_timeline_run(a, s, x, &T->dev, &t, &tl, &err);
-        if (st == REMAT_OK)
-            part = remat_report_step_time(a, s, &tl, &T->dev, &t, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
-                                          &plen, &err);
+        if (st == REMAT_OK) {
+            remat_report_input in = {.a = a, .s = s, .timeline = &tl, .device = &T->dev, .op_times = &t};
+            part = remat_report_write(REMAT_DOC_STEP_TIME, &in, remat_cli_format(REMAT_DOC_STEP_TIME, json), &plen,
+                                      &err);
+        }
         remat_timeline_destroy(&tl);
         remat_op_times_destroy(&t);
     }
