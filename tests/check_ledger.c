@@ -173,17 +173,23 @@ static void mixed_adam(remat_ledger_config *cfg, uint32_t stage, uint64_t dp)
     cfg->dp = dp;
 }
 
-/* The paper's per-device memory, with each sharded term divided by N_d and
- * rounded up to whole elements (here: K/4 f32 arrays of ceil(Psi/N_d)). */
+/* The paper's per-device memory (K/4 f32 arrays of Psi/N_d), as DeepSpeed
+ * pads it: stages 1-2 flatten the group padded to a multiple of 2 N_d
+ * (stage_1_and_2.py, nccl_start_alignment_factor = 2), so a rank's
+ * partition is 2 ceil(Psi / 2N_d) and every rank holds the padded weights,
+ * N_d partitions; stage 3 pads each param to N_d (a bare count is one
+ * param): ceil(Psi / N_d). With 2 N_d dividing Psi this is the paper's
+ * formula exactly. */
 static uint64_t paper_bytes(uint32_t stage, uint64_t psi, uint64_t nd)
 {
     const uint64_t K = 12;
-    uint64_t part = (psi + nd - 1) / nd;
+    uint64_t part12 = nd == 1 ? psi : 2 * ((psi + 2 * nd - 1) / (2 * nd)), w12 = nd == 1 ? psi : nd * part12;
+    uint64_t part3 = (psi + nd - 1) / nd;
     switch (stage) {
     case 0: return (2 + 2 + K) * psi;
-    case 1: return 2 * psi + 2 * psi + K * part;
-    case 2: return 2 * psi + (2 + K) * part;
-    default: return (2 + 2 + K) * part;
+    case 1: return 2 * w12 + 2 * psi + K * part12;
+    case 2: return 2 * w12 + (2 + K) * part12;
+    default: return (2 + 2 + K) * part3;
     }
 }
 
@@ -200,6 +206,11 @@ START_TEST(ledger_should_match_the_zero_paper_formulas)
             remat_ledger_config cfg;
             mixed_adam(&cfg, stage, nd);
             remat_ledger_result r = count_ok(&cfg, psi);
+            if (psi % (2 * nd) == 0) /* the paper's own formula, no padding */
+                ck_assert_uint_eq(r.total_bytes, stage == 0   ? 16 * psi
+                                                 : stage == 1 ? 4 * psi + 12 * psi / nd
+                                                 : stage == 2 ? 2 * psi + 14 * psi / nd
+                                                              : 16 * psi / nd);
             ck_assert_msg(r.total_bytes == paper_bytes(stage, psi, nd),
                           "psi %llu N_d %llu stage %u: %llu B, paper %llu B", (unsigned long long)psi,
                           (unsigned long long)nd, stage, (unsigned long long)r.total_bytes,
@@ -223,27 +234,30 @@ END_TEST
 
 START_TEST(ledger_should_round_shards_up_per_array)
 {
-    /* 10 elements on 4 devices: 3 per device (ceil), for each array
-     * separately: two f32 moments are 2 * 3 * 4 = 24 B, not ceil(20/4) * 4. */
+    /* 10 elements on 4 devices. Stages 1-2: the flat group is padded to a
+     * multiple of 2 x 4 = 8, so 16 elements, 4 per rank, for each array
+     * separately: two f32 moments are 2 * 4 * 4 = 32 B; every rank holds
+     * the padded 16 weights. Stage 3: one param padded to 12, 3 per rank. */
     remat_ledger_config cfg;
     remat_ledger_config_init(&cfg);
     cfg.weights = REMAT_LEDGER_DT_F32;
     cfg.zero_stage = 1;
     cfg.dp = 4;
     remat_ledger_result r = count_ok(&cfg, 10);
-    ck_assert_uint_eq(r.optimizer_state.elements, 6);
-    ck_assert_uint_eq(r.optimizer_state.bytes, 24);
+    ck_assert_uint_eq(r.optimizer_state.elements, 8);
+    ck_assert_uint_eq(r.optimizer_state.bytes, 32);
     ck_assert_uint_eq(r.gradients.elements, 10);
-    ck_assert_uint_eq(r.weights.elements, 10);
+    ck_assert_uint_eq(r.weights.elements, 16);
+    ck_assert_assumes(&r, "padded to a multiple of 2 x 4");
     cfg.zero_stage = 2;
     r = count_ok(&cfg, 10);
-    ck_assert_uint_eq(r.gradients.elements, 3);
-    ck_assert_uint_eq(r.weights.elements, 10);
+    ck_assert_uint_eq(r.gradients.elements, 4);
+    ck_assert_uint_eq(r.weights.elements, 16);
     cfg.zero_stage = 3;
     r = count_ok(&cfg, 10);
     ck_assert_uint_eq(r.weights.elements, 3);
     ck_assert_uint_eq(r.total_bytes, 4 * (3 + 3 + 6));
-    ck_assert_assumes(&r, "rounded up to whole elements");
+    ck_assert_assumes(&r, "each rank keeps ceil(E / 4) elements of it");
 }
 END_TEST
 

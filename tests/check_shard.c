@@ -126,7 +126,11 @@ START_TEST(shard_should_gather_what_prefetch_allows)
 
     /* No prefetch: one unit at a time, 32 B, from the first instruction. */
     remat_sharding_destroy(&sh);
-    remat_shard_config c = {3, 2, 4, 0, 0, 0, 1000};
+    remat_shard_config c;
+    remat_shard_config_init(&c, 3, 2);
+    c.elem_bytes = 4;
+    c.prefetch_elements = 0;
+    c.max_live_elements = 1000;
     ck_assert_int_eq(remat_sharding_init(a, &c, &sh, &err), REMAT_OK);
     remat_schedule_init(&full);
     ck_assert_int_eq(remat_schedule_shard(&sh, &s, &full, &err), REMAT_OK);

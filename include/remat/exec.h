@@ -205,15 +205,21 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *     once its gradients are complete;
  *   stage 1: optimizer state and master copy sharded (the ledger's lines);
  *     each bucket reduce-scattered (REDUCE_SCATTER); gradients stay whole;
- *     after OPT every unit's updated weights are all-gathered;
+ *     the flat bit16 group is padded to a multiple of 2 dp (DeepSpeed
+ *     stage_1_and_2.py), its padding resident in params; after OPT every
+ *     unit's updated weights are all-gathered;
  *   stage 2: as 1, and REDUCE_SCATTER frees the bucket's whole gradients
  *     into the rank's gradient partition (allocated at the first one:
- *     ceil(Psi / dp) elements, DeepSpeed's grads_in_partition);
+ *     2 ceil(Psi / 2dp) elements, DeepSpeed's grads_in_partition);
  *   stage 3: as 2, and weights sharded per param (ceil(e / dp) elements of
  *     each, DeepSpeed partition_parameters.py pads each param to dp); a
  *     unit is gathered (ALLGATHER, category gathered_params, the padded
  *     whole) before a FWD, RECOMPUTE or BWD reads its params and released
- *     (RELEASE) after; no OPT gather.
+ *     (RELEASE) after; a param of at most persist_threshold elements is
+ *     persistent: resident gathered (its padded whole beside its partition,
+ *     in params), never in a unit's gather, and all-gathered once after OPT
+ *     (DeepSpeed stage3.py _post_step). Volumes count real elements, not
+ *     the padding.
  * Rules the replay enforces (REMAT_ESCHEDULE naming the instruction):
  *   - stage 3: a FWD, RECOMPUTE or BWD that reads a param (input or saved)
  *     needs its unit gathered; RELEASE needs it gathered; ALLGATHER of a
@@ -221,7 +227,8 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *   - a bucket is reduced once, and only when every gradient in it is
  *     complete (every BWD that writes it has run);
  *   - OPT needs every bucket reduced; after OPT only the stage 1/2
- *     ALLGATHERs of updated weights may follow;
+ *     ALLGATHERs of updated weights, or stage 3's of persistent params,
+ *     may follow;
  *   - a collective in a replay without a sharding, or of the wrong kind for
  *     the stage (ALLREDUCE at stages 1-3, REDUCE_SCATTER at stage 0), is
  *     refused.
@@ -239,6 +246,12 @@ typedef struct remat_shard_config {
     uint64_t first_bucket_elements; /* stage 0: 1 MiB / elem_bytes (DDP's first bucket); else = bucket */
     uint64_t prefetch_elements;     /* stage 3: stage3_prefetch_bucket_size (5e7); 0: no prefetch */
     uint64_t max_live_elements;     /* stage 3: stage3_max_live_parameters (1e9) */
+    uint64_t persist_threshold;     /* stage 3: stage3_param_persistence_threshold; a param of at most this
+                                     * many elements stays gathered the whole step (0: none; DeepSpeed's
+                                     * default is 1e5) */
+    int offload_optimizer;          /* stages 1-3: offload_optimizer {device: cpu}: the gradient partition is on
+                                     * the host, so REDUCE_SCATTER frees the bucket's gradients (stage 1 too)
+                                     * and allocates no partition on the device */
 } remat_shard_config;
 
 /* Sets the defaults above for stage and dp. */
@@ -248,7 +261,14 @@ struct remat_sharding {
     remat_shard_config cfg;
     const remat_analysis *a;
     uint32_t *unit_of;          /* per tensor: op owning the param's unit; REMAT_NONE for non-params */
-    uint64_t *unit_elements;    /* per op: elements its unit gathers (padded per param to dp) */
+    uint64_t *unit_elements;    /* per op: elements its unit gathers (padded per param to dp; persistent
+                                 * params excluded) */
+    uint64_t *unit_numel;       /* per op: the same unpadded, as DeepSpeed's prefetch and max-live
+                                 * counters count them (ds_numel) */
+    uint64_t *unit_persist_elements; /* per op: elements of its persistent params (stage 3) */
+    uint8_t *persistent;        /* per tensor: 1 for a stage 3 param kept gathered (persist_threshold) */
+    uint64_t *param_bytes;      /* per tensor: a param's resident bytes on the rank (stage 3: its
+                                 * partition, plus the padded gathered whole when persistent) */
     uint64_t *unit_grad_elements; /* per op: elements of its unit's params with a gradient (unpadded) */
     uint32_t *bucket_of;        /* per tensor: bucket of a param with a gradient; REMAT_NONE otherwise */
     uint64_t *bucket_elements;  /* per bucket: elements of its params (unpadded) */
@@ -256,7 +276,11 @@ struct remat_sharding {
     uint64_t psi;               /* trainable elements with a gradient (Psi) */
     uint64_t weight_bytes;      /* each rank's resident trainable weights */
     uint64_t frozen_bytes;      /* each rank's resident frozen params */
-    uint64_t grad_partition_bytes; /* stages 2-3: each rank's gradient partition */
+    uint64_t grad_partition_bytes; /* stages 2-3: each rank's gradient partition (stage 2: 2 ceil(Psi /
+                                    * 2dp) elements, DeepSpeed's padded flat group; stage 3: the sum of
+                                    * ceil(E / dp) over params) */
+    uint64_t weight_pad_bytes;  /* stages 1-2: the padding of the flat bit16 group, in params */
+    uint64_t persist_elements;  /* stage 3: elements of the persistent params */
     /* Elements each rank really owns of the flat partition (the last ranks'
      * padding holds no parameter); memory is the padded partition on every
      * rank, so every rank replays the same bytes. */

@@ -77,6 +77,26 @@ typedef enum {
     REMAT_LEDGER_OPTIMIZER_COUNT
 } remat_ledger_optimizer;
 
+/* Where Adam's `step` counter lives (Adam and AdamW only; the other
+ * optimizers keep none, or a Python number):
+ *   HOST: torch.optim.Adam/AdamW in PyTorch 1.13 with capturable=False (the
+ *     default) keep torch.tensor(0.), a 4-byte f32 tensor on the CPU, per
+ *     tensor the optimizer steps: on the host line, not on the device;
+ *   DEVICE: capturable=True or fused=True put that 4-byte tensor on the
+ *     param's device (and so does training on the CPU): in optimizer_state;
+ *   NONE: DeepSpeed's FusedAdam and DeepSpeedCPUAdam keep a Python int
+ *     (deepspeed/ops/adam/fused_adam.py, cpu_adam.py): no tensor.
+ * The tensors the optimizer steps: every trainable param without ZeRO; one
+ * flat fp32 partition per rank at stages 1-2 (stage_1_and_2.py hands the
+ * optimizer single_partition_of_fp32_groups, one per param group: remat
+ * has one group); one per sub group at stage 3 (stage3.py
+ * _create_fp16_sub_groups: partitions added until sub_group_size). */
+typedef enum {
+    REMAT_LEDGER_STEP_HOST = 0,
+    REMAT_LEDGER_STEP_DEVICE,
+    REMAT_LEDGER_STEP_NONE
+} remat_ledger_step;
+
 /* The ledger's lines, in report order. Names ("weights", "gradients",
  * "optimizer_state", "master_weights", "frozen", "comm_buffers", "workspace",
  * "fragmentation_reserve") are the JSON keys. */
@@ -113,6 +133,14 @@ typedef struct remat_ledger_config {
     uint64_t bucket_bytes;      /* 0: communication bucket size in bytes ... */
     uint64_t bucket_elements;   /* 0: ... or in elements of the comm dtype (at most one nonzero) */
     uint64_t prefetch;          /* 0: buckets resident besides the one in flight */
+    uint64_t persist_threshold; /* 0: ZeRO 3 stage3_param_persistence_threshold in elements; a param of at
+                                 * most this many stays gathered (DeepSpeed's default is 1e5) */
+    remat_ledger_step step;     /* HOST: where Adam's step counters live (see remat_ledger_step) */
+    uint64_t sub_group;         /* 1e9: ZeRO 3 sub_group_size, elements of partitions per optimizer group */
+    bool bucket_uncapped;       /* false: a bucket above the model is capped at it; true: counted whole, as
+                                 * DeepSpeed allocates its reduce buffer of reduce_bucket_size elements */
+    bool offload_optimizer;     /* false: ZeRO 1-3 offload_optimizer {device: cpu}: optimizer state, master
+                                 * and the gradient partition live on the host (see remat_ledger_result) */
     uint64_t workspace;         /* 0: framework workspace bytes (cuBLAS, NCCL, ...) */
     uint64_t reserve;           /* 0: allocator fragmentation reserve bytes */
 } remat_ledger_config;
@@ -140,6 +168,17 @@ typedef struct remat_ledger_result {
     remat_ledger_line weights, gradients, optimizer_state, master_weights, frozen;
     remat_ledger_line comm_buffers, workspace, fragmentation_reserve;
     uint64_t total_bytes;        /* sum of the eight lines' bytes */
+    /* Host memory of this rank (not in total_bytes, which is the device's):
+     * Adam's step counters (HOST), and with offload_optimizer the optimizer
+     * state, the master copy and the gradient partition (stages 1-2: f32,
+     * DeepSpeed's single_partition_of_fp32_groups[i].grad; stage 3: in the
+     * gradients' precision, grad_partitions_flat_buffer), whose device lines
+     * are then 0. host.elements counts their elements, host.dtype is NONE. */
+    remat_ledger_line host;
+    uint64_t step_tensors;       /* tensors the optimizer steps (Adam's step counters) */
+    /* Offload transfers per step (not collectives): the gradient partition
+     * down to the host, the updated weight partition back up. */
+    uint64_t offload_elements, offload_bytes;
     /* Communication per step per device (not memory: not in total_bytes). */
     uint64_t comm_elements, comm_bytes;
     remat_ledger_dtype comm_dtype;
@@ -188,6 +227,7 @@ uint64_t remat_ledger_bytes_at(const remat_ledger_result *r, remat_ledger_catego
  *   {"source", "optimizer", "zero_stage", "dp", "params": {"trainable", "frozen"},
  *    "dtypes": {...}, "categories": {name: bytes, ...}, "elements": {name: elements, ...},
  *    "communication": {"elements_per_step", "bytes_per_step", "dtype"},
+ *    "host": {"elements", "bytes", "step_tensors"}, "offload": {"elements_per_step", "bytes_per_step"},
  *    "total_bytes", "assumptions": [...], "excluded": [...]}
  * Returns a NUL-terminated string the caller frees with remat_free; NULL
  * with REMAT_ENOMEM. O(1). */
@@ -216,6 +256,81 @@ const char *remat_ledger_category_name(remat_ledger_category c);
  * case-insensitive; here B means billion, not bytes). The value must be a
  * whole number; REMAT_EINVAL or REMAT_EOVERFLOW names `what`. */
 remat_status remat_ledger_parse_count(const char *s, const char *what, uint64_t *out, remat_err *err);
+
+/* ---- A DeepSpeed JSON config, read as options ---------------------------
+ *
+ * remat_ledger_ds_read reads the keys of a DeepSpeed config file that decide
+ * a rank's memory (deepspeed/runtime/zero/config.py, offload_config.py, the
+ * engine's fp16/bf16/optimizer sections) into plain values, each with the
+ * default DeepSpeed gives an absent key; `has` says which keys the file
+ * gave. Keys that change nothing remat models (scheduler, logging, loss
+ * scaling, gradient clipping, ...) are accepted; a key remat does not know,
+ * a value of the wrong type, "auto" (the Hugging Face Trainer fills it in)
+ * and settings remat cannot model (NVMe offload, partial offload, ZeRO++
+ * quantization and hpZ, MiCS) are refused with the key's JSON path. The
+ * command line maps the values onto the ledger and sharding options; flags
+ * given beside the file win. */
+typedef struct remat_ds_config {
+    uint32_t has;                   /* REMAT_DS_HAS_* bits */
+    uint32_t stage;                 /* zero_optimization.stage (0) */
+    uint64_t reduce_bucket_size;    /* 5e8 elements */
+    uint64_t allgather_bucket_size; /* 5e8 elements */
+    uint64_t prefetch_bucket_size;  /* stage3_prefetch_bucket_size, 5e7 */
+    uint64_t max_live_parameters;   /* stage3_max_live_parameters, 1e9 */
+    uint64_t persistence_threshold; /* stage3_param_persistence_threshold, 1e5 */
+    uint64_t sub_group_size;        /* 1e9 */
+    bool contiguous_gradients;      /* true: the reduce (ipg) buffer of reduce_bucket_size is allocated */
+    bool overlap_comm;              /* stage 3: true, else false: two ipg buffers at stages 1-2 */
+    bool offload_optimizer;         /* offload_optimizer.device == "cpu" */
+    bool offload_param;             /* offload_param.device == "cpu" (stage 3) */
+    remat_ledger_dtype weights;     /* bf16 or f16 when enabled, else f32 */
+    remat_ledger_dtype comm;        /* communication_data_type; AUTO when absent */
+    remat_ledger_optimizer optimizer; /* optimizer.type (Adam: adam) */
+    remat_ledger_step step;         /* NONE (FusedAdam, DeepSpeedCPUAdam); HOST with torch_adam */
+    uint64_t micro_batch;           /* train_micro_batch_size_per_gpu; 0 when absent */
+    /* activation_checkpointing */
+    bool partition_activations, cpu_checkpointing, contiguous_memory_optimization;
+    bool synchronize_checkpoint_boundary, profile;
+    uint64_t number_checkpoints;    /* 0 when absent (null) */
+} remat_ds_config;
+
+#define REMAT_DS_HAS_STAGE (1u << 0)
+#define REMAT_DS_HAS_REDUCE_BUCKET (1u << 1)
+#define REMAT_DS_HAS_PREFETCH (1u << 2)
+#define REMAT_DS_HAS_MAX_LIVE (1u << 3)
+#define REMAT_DS_HAS_PERSISTENCE (1u << 4)
+#define REMAT_DS_HAS_PRECISION (1u << 5)     /* fp16 or bf16 enabled */
+#define REMAT_DS_HAS_OPTIMIZER (1u << 6)
+#define REMAT_DS_HAS_ACTIVATION_CKPT (1u << 7)
+#define REMAT_DS_HAS_SUB_GROUP (1u << 8)
+#define REMAT_DS_HAS_ALLGATHER_BUCKET (1u << 9)
+
+/* Parses a DeepSpeed config from text[0..len) (named source in messages).
+ * REMAT_EPARSE for text that is not JSON (line:column), and naming the key's
+ * path ("zero_optimization.offload_optimizer.device", also in err->loc.path)
+ * for a key or value refused as above; REMAT_ENOMEM. O(len). */
+remat_status remat_ledger_ds_read(const char *text, size_t len, const char *source, remat_ds_config *out,
+                                  remat_err *err);
+
+/* What a plan sets in a DeepSpeed config (remat_ledger_ds_write). */
+typedef struct remat_ds_settings {
+    uint32_t stage;
+    uint64_t reduce_bucket_size;    /* 0: leave the file's */
+    uint64_t prefetch_bucket_size, max_live_parameters, persistence_threshold, sub_group_size;
+    bool offload_optimizer;
+    uint64_t number_checkpoints;    /* activation_checkpointing.number_checkpoints; 0: null */
+} remat_ds_settings;
+
+/* The config text[0..len) again, every key it had kept, with the settings
+ * written over zero_optimization (stage, reduce_bucket_size, the stage 3
+ * knobs, offload_optimizer.device) and activation_checkpointing
+ * (number_checkpoints; partition_activations and cpu_checkpointing false:
+ * remat plans neither). A key given under DeepSpeed's other spelling
+ * (prefetch_bucket_size for stage3_prefetch_bucket_size, ...) is replaced,
+ * not doubled. *out (remat_free) is the JSON, NUL-terminated, *out_len its
+ * length. Errors as remat_ledger_ds_read, plus REMAT_ENOMEM. O(len). */
+remat_status remat_ledger_ds_write(const char *text, size_t len, const char *source, const remat_ds_settings *set,
+                                   char **out, size_t *out_len, remat_err *err);
 
 #ifdef __cplusplus
 }

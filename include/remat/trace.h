@@ -73,7 +73,7 @@
  *      "intervals": [{"id": "h1", "tensor": "h1" | null, "grad": false,
  *                     "category": "activations", "bytes": N,
  *                     "alloc": i, "free": i | null,   null = to the end
- *                     "why": "leaf|ledger|produced|recomputed|gradient|workspace|transient",
+ *                     "why": "leaf|ledger|produced|recomputed|gradient|workspace|transient|sharding",
  *                     "by": "fwd:h1" | null,          the step that allocated it
  *                     "saved_for": ["bwd:a1"], "read_at": [1]}, ...],
  *      "peak": {"bytes": N, "step": i, "instruction": "BWD h1",
@@ -87,7 +87,10 @@
  * Intervals are listed by alloc step. Interval ids: a storage's tensor id;
  * "grad:ID" for the gradient of ID (with "grad": true, which is what tells it
  * from a tensor that happens to be named "grad:..."); "ledger:CATEGORY";
- * "workspace" and "transient" (with "by" naming the step). Byte counts are
+ * "workspace" and "transient" (with "by" naming the step); under --dp,
+ * "sharding:gathered_params" for a unit gathered by an ALLGATHER (its "by"),
+ * "sharding:param_grads" for the rank's gradient partition and
+ * "sharding:params" for the padding of ZeRO 1/2's flat group. Byte counts are
  * JSON numbers up to 2^53-1 and decimal strings above, as in the graph
  * format. Readers must ignore fields they do not know; a change that
  * alters the meaning of a field bumps "version".
@@ -142,7 +145,8 @@ extern "C" {
     X(RECOMPUTED, "recomputed")     \
     X(GRADIENT, "gradient")         \
     X(WORKSPACE, "workspace")       \
-    X(TRANSIENT, "transient")
+    X(TRANSIENT, "transient")       \
+    X(SHARDING, "sharding")
 
 typedef enum {
 #define REMAT__WHY_ENUM(name, text) REMAT_TRACE_WHY_##name,

@@ -185,7 +185,8 @@ char *remat_report_alloc_svg(const remat_analysis *a, const remat_schedule *s, c
         if (v->tensor != REMAT_NONE)
             snprintf(text, sizeof text, "%s%s", v->grad ? "grad " : "", g->tensors[v->tensor].id);
         else if (v->op != REMAT_NONE)
-            snprintf(text, sizeof text, "workspace of %s", g->ops[v->op].id);
+            snprintf(text, sizeof text, "%s of %s",
+                     v->category == REMAT_CAT_GATHERED_PARAMS ? "gathered unit" : "workspace", g->ops[v->op].id);
         else
             snprintf(text, sizeof text, "%s", remat_category_name((remat_category)v->category));
         xml_text(&b, text);

@@ -107,17 +107,18 @@ int cmd_plan(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 /* Loads GRAPH and PLAN (store-all when NULL; its strategy is then
- * "store-all") and builds the trace (cmd_trace.c). On failure prints the
- * error, returns its exit code and leaves *g, *a and *t NULL; plan is left
- * for the caller to destroy either way. */
+ * "store-all") and builds the trace (cmd_trace.c). L (a struct
+ * remat_cli_ledger, ledger_opts.h; NULL for none) adds the training state
+ * and, with --dp, the rank's collectives, which the trace then shows as
+ * steps. On failure prints the error, returns its exit code and leaves *g,
+ * *a and *t NULL; plan is left for the caller to destroy either way, and L
+ * too (it may hold the sharding the trace was built with). */
 struct remat_trace;
 struct remat_cli_ledger;
-/* L (may be NULL): with ledger options, the trace is of the rank they
- * describe (its extras into *x, its collectives inserted into the plan's
- * schedule, which the trace then names). */
-int remat_cli_trace_open(const char *graph, const char *plan_path, struct remat_cli_ledger *L,
-                         remat_exec_extras *x, remat_graph **g, remat_analysis **a, remat_plan *plan,
-                         struct remat_trace **t);
+/* x (may be NULL) gets the extras the trace was built with (the step
+ * time's timeline needs the same ones). */
+int remat_cli_trace_open(const char *graph, const char *plan_path, struct remat_cli_ledger *L, remat_graph **g,
+                         remat_analysis **a, remat_plan *plan, struct remat_trace **t, remat_exec_extras *x);
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);

@@ -10,6 +10,7 @@
  * trace's intervals.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/trace.h"
 
 #include <getopt.h>
@@ -22,10 +23,14 @@ int cmd_audit(int argc, char **argv)
         {"top", required_argument, NULL, 't'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
+        REMAT_CLI_LEDGER_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
     const struct option *opts = remat_cli_options(REMAT_DOC_AUDIT, own, buf);
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    L.cmd = "audit";
     remat_trace_options o;
     remat_trace_options_init(&o);
     o.top = 10;
@@ -33,6 +38,12 @@ int cmd_audit(int argc, char **argv)
     const char *out = "-";
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
+        int lrc = remat_cli_ledger_option("audit", c, optarg, &L);
+        if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
         switch (c) {
         case 't': {
             uint64_t v;
@@ -55,9 +66,10 @@ int cmd_audit(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, NULL, NULL, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &L, &g, &a, &plan, &t, NULL);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
+        remat_cli_ledger_destroy(&L);
         return rc;
     }
     o.label = plan.strategy;
@@ -70,6 +82,7 @@ int cmd_audit(int argc, char **argv)
     remat_free(text);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -34,6 +34,11 @@ static const char *const help_text =
     "  --block N           adam8bit: elements per f32 scale (default 2048)\n"
     "  --min-8bit N        adam8bit: smaller tensors keep f32 states (default 4096; 0: none)\n"
     "  --adafactor-beta1   adafactor: keep a first moment too\n"
+    "  --adam-step WHERE   Adam's step counters: host (PyTorch 1.13's default, off the device), device\n"
+    "                      (capturable or fused, or CPU training), none (DeepSpeed FusedAdam: an int)\n"
+    "  --offload-optimizer ZeRO 1-3: optimizer state, master and gradient partition on the host\n"
+    "  --stage3-persistence N  ZeRO 3: params of at most N elements stay gathered (default 0; DeepSpeed's 1e5)\n"
+    "  --sub-group-size N  ZeRO 3: optimizer sub groups of N partition elements (default 1e9)\n"
     "  --json, -o FILE     JSON output; write to FILE\n"
     "DT: f64 f32 tf32 bf16 f16 f8_e4m3 f8_e5m2 int8 uint8 (aliases fp32, float64, half, ...).\n"
     "Byte sizes B accept 123, 4KiB, 1.5GiB (2^30) and 2GB (10^9).\n";

@@ -449,6 +449,7 @@ int cmd_plan(int argc, char **argv)
                             remat_format_bytes(arena, b, sizeof b));
                 fputs(text, H);
                 remat_cli_ledger_print_sharding(H, &L, &r);
+                rc = remat_cli_ledger_write_ds(&L, a, &plan.schedule, &r, H);
                 if (out && strcmp(out, "-") != 0)
                     fprintf(H, "plan written to %s\n", out);
             }

@@ -62,21 +62,13 @@ static const char *format_label(int fmt)
     }
 }
 
-int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_ledger *L, remat_exec_extras *x,
-                         remat_graph **g, remat_analysis **a, remat_plan *plan, remat_trace **t)
+int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_ledger *L, remat_graph **g,
+                         remat_analysis **a, remat_plan *plan, remat_trace **t, remat_exec_extras *xo)
 {
     *t = NULL;
     int rc = remat_cli_open_graph(graph, g, a);
     if (rc != REMAT_EXIT_OK)
         return rc;
-    uint64_t reserve = 0;
-    if (L && (rc = remat_cli_ledger_extras("trace", *a, L, x, &reserve)) != REMAT_EXIT_OK) {
-        remat_analysis_destroy(*a);
-        remat_graph_destroy(*g);
-        *a = NULL;
-        *g = NULL;
-        return rc;
-    }
     remat_err err;
     remat_err_init(&err);
     remat_status st;
@@ -87,15 +79,26 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_led
         if (st == REMAT_OK && !(plan->strategy = remat__strdup("store-all")))
             st = remat_err_set(&err, REMAT_ENOMEM, "out of memory");
     }
-    if (st == REMAT_OK && L && (rc = remat_cli_ledger_shard_schedule(L, &plan->schedule)) != REMAT_EXIT_OK) {
-        remat_analysis_destroy(*a);
-        remat_graph_destroy(*g);
-        *a = NULL;
-        *g = NULL;
-        return rc;
+    remat_exec_extras x;
+    memset(&x, 0, sizeof x);
+    if (st == REMAT_OK && L) {
+        /* The ledger's state, and with --dp the rank's collectives inserted
+         * into the schedule so the trace's steps are the replay's. */
+        uint64_t reserve;
+        if ((rc = remat_cli_ledger_extras(L->cmd, *a, L, &x, &reserve)) == REMAT_EXIT_OK)
+            rc = remat_cli_ledger_shard_schedule(L, &plan->schedule);
+        if (rc != REMAT_EXIT_OK) {
+            remat_analysis_destroy(*a);
+            remat_graph_destroy(*g);
+            *a = NULL;
+            *g = NULL;
+            return rc;
+        }
     }
     if (st == REMAT_OK)
-        st = remat_trace_build(*a, &plan->schedule, L ? x : NULL, t, &err);
+        st = remat_trace_build(*a, &plan->schedule, &x, t, &err);
+    if (xo)
+        *xo = x;
     if (st != REMAT_OK) {
         rc = remat_cli_fail_in(plan_path ? plan_path : graph, &err);
         remat_analysis_destroy(*a);
@@ -119,11 +122,16 @@ int cmd_trace(int argc, char **argv)
         {"width", required_argument, NULL, OPT_WIDTH},
         {"height", required_argument, NULL, OPT_HEIGHT},
         {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    remat_cli_ledger L;
+    remat_cli_ledger_init(&L);
+    L.cmd = "trace";
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     remat_trace_options o;
     remat_trace_options_init(&o);
     const char *out = NULL, *plan_path = NULL, *per_us = NULL;
@@ -132,18 +140,18 @@ int cmd_trace(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     optind = 1;
-    remat_cli_ledger L;
-    remat_cli_ledger_init(&L);
-    remat_cli_time T;
-    remat_cli_time_init(&T);
     while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
         int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
-        if (lrc < 0 && (lrc = remat_cli_time_option("trace", c, optarg, 0, &T)) < 0)
-            lrc = -1;
-        if (lrc > 0)
-            return lrc;
-        if (lrc == 0)
+        if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
             continue;
+        }
+        if ((lrc = remat_cli_time_option("trace", c, optarg, 0, &T)) >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
         switch (c) {
         case OPT_PLAN: plan_path = optarg; break;
         case 'b':
@@ -225,7 +233,7 @@ int cmd_trace(int argc, char **argv)
     remat_trace *t;
     remat_exec_extras x;
     memset(&x, 0, sizeof x);
-    int rc = remat_cli_trace_open(argv[optind], plan_path, L.used ? &L : NULL, &x, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], plan_path, &L, &g, &a, &plan, &t, &x);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
         remat_cli_ledger_destroy(&L);
@@ -251,21 +259,21 @@ int cmd_trace(int argc, char **argv)
     }
     size_t len = 0;
     char *text = NULL;
+    /* The trace's format table names each format as the report table does. */
+    size_t n_fmt;
+    remat_report_format rf = REMAT_REPORT_JSON;
+    remat_report_format_parse(remat_trace_formats(&n_fmt)[fmt].name, &rf);
+    remat_report_input in = {.trace = t, .trace_options = &o};
     if (rc == REMAT_EXIT_OK) {
-        /* The trace's format table names each format as the report table does. */
-        size_t n_fmt;
-        remat_report_format rf = REMAT_REPORT_JSON;
-        remat_report_format_parse(remat_trace_formats(&n_fmt)[fmt].name, &rf);
-        remat_report_input in = {.trace = t, .trace_options = &o};
         text = remat_report_write(REMAT_DOC_TRACE, &in, rf, &len, &err);
         rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
     }
     remat_free(text);
     remat_timeline_destroy(&tl);
     remat_op_times_destroy(&times);
-    remat_cli_ledger_destroy(&L);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
+    remat_cli_ledger_destroy(&L);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
     return rc;

@@ -106,6 +106,32 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         L->have_min8 = 1;
         break;
     case REMAT_LOPT_ADAFACTOR_BETA1: cfg->adafactor_beta1 = true; break;
+    case REMAT_LOPT_DS_CONFIG: L->ds_path = arg; break;
+    case REMAT_LOPT_DS_WRITE: L->ds_write = arg; break;
+    case REMAT_LOPT_ADAM_STEP:
+        if (!strcmp(arg, "host"))
+            cfg->step = REMAT_LEDGER_STEP_HOST;
+        else if (!strcmp(arg, "device"))
+            cfg->step = REMAT_LEDGER_STEP_DEVICE;
+        else if (!strcmp(arg, "none"))
+            cfg->step = REMAT_LEDGER_STEP_NONE;
+        else
+            return remat_cli_usage_error(cmd, "--adam-step: '%s' is not host, device or none", arg);
+        break;
+    case REMAT_LOPT_SUB_GROUP:
+        if (remat_ledger_parse_count(arg, "--sub-group-size", &cfg->sub_group, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        break;
+    case REMAT_LOPT_OFFLOAD_OPTIMIZER:
+        cfg->offload_optimizer = true;
+        L->shard.offload_optimizer = 1;
+        break;
+    case REMAT_LOPT_STAGE3_PERSIST:
+        if (remat_ledger_parse_count(arg, "--stage3-persistence", &cfg->persist_threshold, &err) != REMAT_OK)
+            return remat_cli_usage_error(cmd, "%s", err.msg);
+        L->shard.persist_threshold = cfg->persist_threshold;
+        L->have_persist = 1;
+        break;
     case REMAT_LOPT_STAGE3_PREFETCH:
     case REMAT_LOPT_STAGE3_MAX_LIVE:
     case REMAT_LOPT_FIRST_BUCKET: {
@@ -125,12 +151,96 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
     }
     if (dt && remat_ledger_dtype_parse(arg, name, dt, &err) != REMAT_OK)
         return remat_cli_usage_error(cmd, "%s", err.msg);
+    L->given |= 1ull << (c - REMAT_LOPT_WEIGHTS);
     L->used = 1;
     return REMAT_EXIT_OK;
 }
 
-int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L)
+static int flag(const remat_cli_ledger *L, int opt)
 {
+    return (int)(L->given >> (opt - REMAT_LOPT_WEIGHTS) & 1u);
+}
+
+/* The file's settings, under the flags: each option a flag did not give
+ * takes the file's value (or DeepSpeed's default for a key it lacks). */
+static int apply_ds(remat_cli_ledger *L)
+{
+    char *text;
+    size_t len;
+    remat_err err;
+    remat_err_init(&err);
+    if (remat__read_file(L->ds_path, &text, &len, &err) != REMAT_OK)
+        return remat_cli_fail_in(L->ds_path, &err);
+    remat_status st = remat_ledger_ds_read(text, len, L->ds_path, &L->ds, &err);
+    remat__free(text);
+    if (st != REMAT_OK)
+        return remat_cli_fail_in(L->ds_path, &err);
+    const remat_ds_config *d = &L->ds;
+    remat_ledger_config *cfg = &L->cfg;
+    int half = d->weights != REMAT_LEDGER_DT_F32;
+    if (!flag(L, REMAT_LOPT_ZERO))
+        cfg->zero_stage = d->stage;
+    if (!flag(L, REMAT_LOPT_WEIGHTS))
+        cfg->weights = d->weights;
+    if (!flag(L, REMAT_LOPT_GRADS))
+        cfg->grads = d->weights; /* DeepSpeed reduces gradients in the weights' precision */
+    if (!flag(L, REMAT_LOPT_STATES))
+        cfg->states = REMAT_LEDGER_DT_F32; /* over the fp32 partition */
+    /* An fp32 master partition: mixed precision keeps one, and ZeRO 1-3 clone
+     * the partition to fp32 even in fp32 training (stage_1_and_2.py
+     * single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat). */
+    if (!flag(L, REMAT_LOPT_MASTER))
+        cfg->master = half || cfg->zero_stage >= 1 ? REMAT_LEDGER_DT_F32 : REMAT_LEDGER_DT_NONE;
+    if (!flag(L, REMAT_LOPT_COMM) && d->comm != REMAT_LEDGER_DT_AUTO)
+        cfg->comm = d->comm;
+    if (!flag(L, REMAT_LOPT_OPTIMIZER) && (d->has & REMAT_DS_HAS_OPTIMIZER))
+        cfg->optimizer = d->optimizer;
+    if (!flag(L, REMAT_LOPT_ADAM_STEP) && (d->has & REMAT_DS_HAS_OPTIMIZER))
+        cfg->step = d->step;
+    if (!flag(L, REMAT_LOPT_OFFLOAD_OPTIMIZER) && d->offload_optimizer) {
+        cfg->offload_optimizer = true;
+        L->shard.offload_optimizer = 1;
+        if (!flag(L, REMAT_LOPT_ADAM_STEP))
+            cfg->step = REMAT_LEDGER_STEP_NONE; /* DeepSpeedCPUAdam */
+    }
+    /* ZeRO 1-3's reduce (ipg) buffer: reduce_bucket_size elements, two at
+     * stages 1-2 with overlap_comm, allocated whole (stage_1_and_2.py,
+     * stage3.py __ipg_bucket_flat_buffer) when contiguous_gradients. */
+    if (cfg->zero_stage >= 1 && !flag(L, REMAT_LOPT_BUCKET) && !flag(L, REMAT_LOPT_BUCKET_ELEMENTS)) {
+        cfg->bucket_elements = d->reduce_bucket_size;
+        cfg->bucket_uncapped = d->contiguous_gradients;
+        if (!d->contiguous_gradients)
+            L->shard.bucket_elements = d->reduce_bucket_size; /* the buckets, without a buffer */
+        if (!flag(L, REMAT_LOPT_PREFETCH))
+            cfg->prefetch = d->contiguous_gradients && d->overlap_comm && cfg->zero_stage <= 2 ? 1 : 0;
+    }
+    if (!d->contiguous_gradients && cfg->zero_stage >= 1 && !flag(L, REMAT_LOPT_BUCKET) &&
+        !flag(L, REMAT_LOPT_BUCKET_ELEMENTS))
+        cfg->bucket_elements = 0;
+    if (!flag(L, REMAT_LOPT_STAGE3_PREFETCH))
+        L->shard.prefetch_elements = d->prefetch_bucket_size;
+    if (!flag(L, REMAT_LOPT_STAGE3_MAX_LIVE))
+        L->shard.max_live_elements = d->max_live_parameters;
+    if (!flag(L, REMAT_LOPT_STAGE3_PERSIST))
+        cfg->persist_threshold = L->shard.persist_threshold = d->persistence_threshold;
+    if (!flag(L, REMAT_LOPT_SUB_GROUP))
+        cfg->sub_group = d->sub_group_size;
+    L->used = 1;
+    return REMAT_EXIT_OK;
+}
+
+int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L)
+{
+    if (L->ds_write && strcmp(cmd, "plan") != 0)
+        return remat_cli_usage_error(cmd, "--write-deepspeed-config applies to remat plan only");
+    if (L->ds_write && !L->ds_path)
+        return remat_cli_usage_error(cmd, "--write-deepspeed-config rewrites a config: give it with --deepspeed-config");
+    if (L->ds_path && !L->ds_applied) {
+        L->ds_applied = 1;
+        int rc = apply_ds(L);
+        if (rc != REMAT_EXIT_OK)
+            return rc;
+    }
     const remat_ledger_config *cfg = &L->cfg;
     if ((L->have_block || L->have_min8) && cfg->optimizer != REMAT_LEDGER_ADAM8BIT)
         return remat_cli_usage_error(cmd, "%s applies to --optimizer adam8bit only (not %s)",
@@ -139,9 +249,12 @@ int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L)
     if (cfg->adafactor_beta1 && cfg->optimizer != REMAT_LEDGER_ADAFACTOR)
         return remat_cli_usage_error(cmd, "--adafactor-beta1 applies to --optimizer adafactor only (not %s)",
                                      remat_ledger_optimizer_name(cfg->optimizer));
-    if ((L->have_prefetch || L->have_max_live) && cfg->zero_stage != 3)
+    if ((L->have_prefetch || L->have_max_live || L->have_persist) && cfg->zero_stage != 3)
         return remat_cli_usage_error(cmd, "%s applies to --zero 3 only (not --zero %u)",
-                                     L->have_prefetch ? "--stage3-prefetch" : "--stage3-max-live", cfg->zero_stage);
+                                     L->have_prefetch    ? "--stage3-prefetch"
+                                     : L->have_max_live ? "--stage3-max-live"
+                                                        : "--stage3-persistence",
+                                     cfg->zero_stage);
     return REMAT_EXIT_OK;
 }
 
@@ -167,9 +280,10 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     /* Weights and gradients are checked unsharded against the graph; the
      * sharding below divides them as the engines do. */
     remat_ledger_result whole = r;
-    if (r.zero_stage >= 2) {
+    if (r.zero_stage >= 1) { /* stages 1-2 pad the weights, stage 3 shards them */
         remat_ledger_config c0 = L->cfg;
         c0.zero_stage = 0;
+        c0.offload_optimizer = false;
         if ((st = remat_ledger_from_graph(&c0, g, &whole, &err)) != REMAT_OK)
             return remat_cli_fail(&err);
     }
@@ -198,6 +312,9 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
                                      "param's size (%llu B in all)",
                                      remat_ledger_dtype_name(r.gradients.dtype),
                                      (unsigned long long)whole.gradients.bytes, (unsigned long long)graph_weights);
+    L->host_bytes = r.host.bytes;
+    L->offload_elements = r.offload_elements;
+    L->offload_bytes = r.offload_bytes;
     x->optimizer_state = r.optimizer_state.bytes;
     x->master_weights = r.master_weights.bytes;
     /* The ledger's frozen line holds the graph's frozen params too; the
@@ -264,6 +381,11 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
             (unsigned long long)r->comm_elements, (unsigned long long)r->comm_bytes, r->n_collectives,
             sh->psi ? (double)r->comm_elements / (double)sh->psi : 0.0, (unsigned long long)(dp - 1),
             (unsigned long long)dp, (unsigned long long)ring);
+    if (L->offload_elements)
+        fprintf(f, "offload     optimizer state, master and gradient partition on the host (%llu B, not in the "
+                   "peak); %llu elements = %llu B cross PCIe per step\n",
+                (unsigned long long)L->host_bytes, (unsigned long long)L->offload_elements,
+                (unsigned long long)L->offload_bytes);
 }
 
 int remat_cli_apply_reserve(const char *cmd, remat_plan_options *o, uint64_t reserve)

@@ -37,7 +37,13 @@ enum {
     REMAT_LOPT_ADAFACTOR_BETA1,
     REMAT_LOPT_STAGE3_PREFETCH,
     REMAT_LOPT_STAGE3_MAX_LIVE,
-    REMAT_LOPT_FIRST_BUCKET
+    REMAT_LOPT_FIRST_BUCKET,
+    REMAT_LOPT_STAGE3_PERSIST,
+    REMAT_LOPT_ADAM_STEP,
+    REMAT_LOPT_SUB_GROUP,
+    REMAT_LOPT_OFFLOAD_OPTIMIZER,
+    REMAT_LOPT_DS_CONFIG,
+    REMAT_LOPT_DS_WRITE
 };
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
@@ -60,18 +66,33 @@ enum {
     {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1},       \
     {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
     {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
-    {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET}
+    {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET},      \
+    {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST},       \
+    {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \
+    {"sub-group-size", required_argument, NULL, REMAT_LOPT_SUB_GROUP},                \
+    {"offload-optimizer", no_argument, NULL, REMAT_LOPT_OFFLOAD_OPTIMIZER},           \
+    {"deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_CONFIG},             \
+    {"write-deepspeed-config", required_argument, NULL, REMAT_LOPT_DS_WRITE}
 
 typedef struct remat_cli_ledger {
+    const char *cmd; /* the command, for messages (trace and audit set it) */
     remat_ledger_config cfg;
     int used;       /* any ledger option was given */
     int have_block, have_min8;
     /* Sharded data parallel (--dp N >= 2): the rank the planning commands
      * replay, built by remat_cli_ledger_extras. */
     remat_shard_config shard;
-    int have_prefetch, have_max_live;
+    int have_prefetch, have_max_live, have_persist;
     int sharded;
     remat_sharding sh;
+    /* --deepspeed-config: the file, and the options given as flags (bit
+     * c - REMAT_LOPT_WEIGHTS), which win over the file's keys. */
+    const char *ds_path, *ds_write;
+    int ds_applied;
+    uint64_t given;
+    remat_ds_config ds;
+    /* What the ledger put on the host, and the offload transfers per step. */
+    uint64_t host_bytes, offload_elements, offload_bytes;
 } remat_cli_ledger;
 
 void remat_cli_ledger_init(remat_cli_ledger *L);
@@ -82,9 +103,10 @@ void remat_cli_ledger_destroy(remat_cli_ledger *L);
  * usage error's exit code; -1 when c is not a ledger option. */
 int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L);
 
-/* Cross-option checks (an option that applies to another optimizer is
+/* Reads --deepspeed-config (once) into the options no flag gave, then the
+ * cross-option checks (an option that applies to another optimizer is
  * refused, not ignored). Returns an exit code. */
-int remat_cli_ledger_check(const char *cmd, const remat_cli_ledger *L);
+int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L);
 
 /* For the planning commands: when ledger options were given, budgets g's
  * training state and fills x with the state the graph does not describe.
@@ -107,6 +129,14 @@ int remat_cli_ledger_shard_schedule(const remat_cli_ledger *L, remat_schedule *s
 /* With a sharding: prints the rank's sharding and communication lines
  * (text) after a report. */
 void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const remat_replay_result *r);
+
+/* `plan --write-deepspeed-config OUT` (ds_write.c): rewrites the
+ * --deepspeed-config file with the sharding planned under and the number of
+ * recomputed segments of schedule s, writes it to OUT whole, and prints to H
+ * what the config cannot say (the ops each segment spans, a multi-pass
+ * recomputation). Nothing without the option. Returns an exit code. */
+int remat_cli_ledger_write_ds(const remat_cli_ledger *L, const remat_analysis *a, const remat_schedule *s,
+                              const remat_replay_result *r, FILE *H);
 
 /* Takes the ledger's fragmentation reserve out of a total budget (it is
  * space the allocator cannot hand out); an activation budget is left as

@@ -45,9 +45,11 @@ static const remat_command commands[] = {
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
-     "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] -o FILE",
+     "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
+     "--dp N --zero K, --deepspeed-config FILE] -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
-    {"audit", cmd_audit, "GRAPH [PLAN] [--top N] [--json] [-o FILE]",
+    {"audit", cmd_audit,
+     "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"step", cmd_step,
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "

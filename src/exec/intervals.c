@@ -14,6 +14,7 @@
 
 typedef struct {
     const remat_graph *g;
+    const remat_schedule *s; /* the instructions, so a RELEASE finds its unit's gather */
     remat__intervals *out;
     const remat_replay_observer *next;
     unsigned keep;
@@ -104,6 +105,11 @@ static int on_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_c
     v.first = index;
     v.last = REMAT__IV_NEVER;
     v.bytes = bytes;
+    /* A sharded rank's gathered unit belongs to no tensor: it is known by
+     * the op that names its unit (the ALLGATHER's argument). */
+    if (c == REMAT_CAT_GATHERED_PARAMS && storage == REMAT_NONE && index < R->s->n &&
+        R->s->ins[index].kind == REMAT_I_ALLGATHER)
+        v.op = R->s->ins[index].arg;
     uint32_t k;
     if (open_interval(R, &v, index, &k))
         return 1;
@@ -122,11 +128,13 @@ static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_ca
     size_t *slot = storage == REMAT_NONE ? NULL : grad ? &R->out->open_grad[storage] : &R->out->open[storage];
     uint32_t k;
     if (!slot && c == REMAT_CAT_GATHERED_PARAMS) {
-        /* A sharded rank's gathered unit (RELEASE) belongs to no tensor:
-         * close the latest open gathered buffer of its size. */
+        /* A sharded rank's gathered unit (RELEASE u) belongs to no tensor:
+         * close the open gather of unit u. */
+        uint32_t u = index < R->s->n && R->s->ins[index].kind == REMAT_I_RELEASE ? R->s->ins[index].arg : REMAT_NONE;
         size_t j = R->out->n;
         while (j-- > 0)
-            if (R->out->iv[j].category == c && R->out->iv[j].end == UINT64_MAX && R->out->iv[j].bytes == bytes)
+            if (R->out->iv[j].category == c && R->out->iv[j].end == UINT64_MAX && R->out->iv[j].bytes == bytes &&
+                (u == REMAT_NONE || R->out->iv[j].op == u))
                 break;
         if (j == SIZE_MAX)
             return fail(R, REMAT_EINTERNAL, index, "a release without an allocation");
@@ -211,6 +219,7 @@ remat_status remat__intervals_record(const remat_analysis *a, const remat_schedu
     recorder R;
     memset(&R, 0, sizeof R);
     R.g = g;
+    R.s = s;
     R.out = out;
     R.next = next;
     R.err = err;

@@ -28,7 +28,8 @@
 
 typedef struct {
     uint32_t storage;  /* the storage, or whose gradient; REMAT_NONE for ledger state and workspace */
-    uint32_t op;       /* workspace: the op whose step it serves (REMAT_NONE for FREE and OPT) */
+    uint32_t op;       /* workspace: the op whose step it serves (REMAT_NONE for FREE and OPT);
+                        * a gathered unit (sharding): the op naming the unit */
     uint8_t grad;      /* 1: a gradient */
     uint8_t category;  /* remat_category */
     uint8_t resident;  /* placed before the first instruction (leaves, ledger extras) */

@@ -151,6 +151,8 @@ remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_aft
         for (int c = 0; c < REMAT_CAT_COUNT; c++)
             r->peak_by_category[c] = step_hw(R, c);
     }
+    R->step_total = total;
+    R->step_act = act;
     if (act > r->activation_peak || R->index == 0) {
         r->activation_peak = act;
         r->activation_peak_index = R->index;
@@ -486,14 +488,16 @@ static remat_status place_leaves(replay *R)
         R->cat[t] = (uint8_t)c;
         uint64_t bytes = T->bytes;
         const remat_sharding *sh = x->sharding;
-        if (sh && sh->cfg.stage == 3 && T->kind == REMAT_TENSOR_PARAM && sh->unit_of[t] != REMAT_NONE) {
-            /* This rank's partition of the param, padded to dp (bounded by T->bytes + dp x elem). */
-            uint64_t e = T->bytes / sh->cfg.elem_bytes;
-            bytes = (e / sh->cfg.dp + (e % sh->cfg.dp != 0)) * sh->cfg.elem_bytes;
-        }
+        if (sh && T->kind == REMAT_TENSOR_PARAM)
+            bytes = sh->param_bytes[t]; /* this rank's partition at stage 3 (remat_sharding_init) */
         if (remat__replay_alloc_bytes(R, c, bytes) != REMAT_OK || remat__replay_notify_alloc(R, t, 0, c, bytes) != REMAT_OK)
             return R->err->code;
     }
+    /* ZeRO 1/2: the padding of the flat bit16 group every rank holds. */
+    if (x->sharding && x->sharding->weight_pad_bytes &&
+        (remat__replay_alloc_bytes(R, REMAT_CAT_PARAMS, x->sharding->weight_pad_bytes) != REMAT_OK ||
+         remat__replay_notify_alloc(R, REMAT_NONE, 0, REMAT_CAT_PARAMS, x->sharding->weight_pad_bytes) != REMAT_OK))
+        return R->err->code;
     /* Views of leaves are produced by ops; their storage is the leaf's. */
     static const remat_category cats[5] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
                                             REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};
@@ -551,8 +555,7 @@ static void init_cursor(replay *R, const remat_analysis *a, const remat_exec_ext
 static remat_status apply(replay *R, remat_instr in)
 {
     remat_status st;
-    if (R->opt_seen && !(in.kind == REMAT_I_ALLGATHER && R->extras.sharding && R->extras.sharding->cfg.stage >= 1 &&
-                         R->extras.sharding->cfg.stage <= 2))
+    if (R->opt_seen && !(in.kind == REMAT_I_ALLGATHER && R->extras.sharding && R->extras.sharding->cfg.stage >= 1))
         st = remat__replay_invalid(R, in, "instruction after OPT (the optimizer step ends the schedule)");
     else
         switch ((remat_instr_kind)in.kind) {

@@ -50,6 +50,10 @@ struct remat_replay_cursor {
     uint64_t base_total, base_act, add_total, add_act;
     int undo_c;
     uint64_t undo_b;
+    /* The last step's high-water mark, in total and over the activation
+     * categories: what it folded into the peaks (replay_delta.c reads it
+     * to know every step's mark without an observer). */
+    uint64_t step_total, step_act;
     int seeded;
     int opt_seen;
     size_t index;       /* the instruction being applied (instructions applied so far) */
@@ -88,5 +92,39 @@ remat_status remat__replay_check_gathered(remat_replay_cursor *R, remat_instr in
 remat_status remat__replay_collective(remat_replay_cursor *R, remat_instr in);
 remat_status remat__replay_sharded(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                    remat_replay_result *r, remat_err *err);
+
+/* ---- Delta replay (replay_delta.c) -------------------------------------
+ *
+ * Replays candidate schedules that differ from one base schedule in a
+ * window (a local search's flip), at about the cost of the window: the
+ * base is replayed once with snapshots of the state; a candidate starts
+ * from the last snapshot before its first changed instruction and stops as
+ * soon as its state equals the base's at a point from which both run the
+ * same instructions to the end. The figures are the full replay's (a test
+ * checks them on many random flips: tests/check_exec_delta.c). Sharded
+ * replays, and schedules that do not end with OPT, are replayed whole. */
+typedef struct remat__delta remat__delta;
+
+typedef struct {
+    int valid;                  /* remat_replay_result.valid */
+    uint64_t peak_bytes, activation_peak, flops_recompute;
+    uint64_t work;              /* instructions replayed, plus state copied and compared (64 B = 1) */
+} remat__delta_figures;
+
+/* O(tensors); *out is NULL on failure. extras may be NULL. */
+remat_status remat__delta_create(const remat_analysis *a, const remat_exec_extras *extras, remat__delta **out,
+                                 remat_err *err);
+/* Makes s (copied) the base: one full replay, its figures in f. */
+remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__delta_figures *f, remat_err *err);
+/* The figures of s's replay. REMAT_OK with f->valid = 0 for a schedule the
+ * replay rejects; other codes for ENOMEM or overflow. */
+remat_status remat__delta_eval(remat__delta *d, const remat_schedule *s, remat__delta_figures *f, remat_err *err);
+/* The base's high-water mark at each of its instructions, in total or over
+ * the activation categories (what remat_replay_observer.on_step gets as
+ * high_water, or summed from hw_by_category), so that a caller needs no
+ * second replay of the base; NULL when the base was invalid or replayed
+ * whole. Owned by d, valid until the next base. */
+const uint64_t *remat__delta_marks(const remat__delta *d, int activation);
+void remat__delta_destroy(remat__delta *d);
 
 #endif

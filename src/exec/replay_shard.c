@@ -26,7 +26,7 @@ remat_status remat__replay_check_gathered(replay *R, remat_instr in, const uint3
         return REMAT_OK;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t u = sh->unit_of[ts[i]];
-        if (u != REMAT_NONE && !R->gathered[u])
+        if (u != REMAT_NONE && !sh->persistent[ts[i]] && !R->gathered[u])
             return remat__replay_invalid(R, in,
                            "reads param '%s' of unit '%s', which is sharded and not gathered (ZeRO stage 3 "
                            "all-gathers a unit before each use%s)",
@@ -61,8 +61,22 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
     uint64_t eb = sh->cfg.elem_bytes;
     if (in.kind == REMAT_I_ALLGATHER || in.kind == REMAT_I_RELEASE) {
         uint32_t u = in.arg;
-        if (u >= g->n_ops || sh->unit_elements[u] == 0)
+        if (u >= g->n_ops || (sh->unit_elements[u] == 0 && sh->unit_grad_elements[u] == 0 &&
+                              sh->unit_persist_elements[u] == 0))
             return remat__replay_invalid(R, in, "op index %u names no unit of params", u);
+        if (stage == 3 && R->opt_seen) {
+            /* The persistent params' gather after the step: their gathered
+             * copy is resident throughout, so it moves bytes, not memory. */
+            if (in.kind == REMAT_I_RELEASE || !sh->unit_persist_elements[u])
+                return remat__replay_invalid(R, in, "%s of unit '%s' after OPT: at ZeRO stage 3 only the persistent "
+                                                    "params are gathered after the step", name, g->ops[u].id);
+            remat__replay_step_begin(R);
+            remat_status st = count_comm(R, sh->unit_persist_elements[u]);
+            return st != REMAT_OK ? st : remat__replay_step_end(R, in, R->total);
+        }
+        if (stage == 3 && sh->unit_elements[u] == 0)
+            return remat__replay_invalid(R, in, "unit '%s' holds only persistent params, which are never released",
+                                         g->ops[u].id);
         if (stage == 0)
             return remat__replay_invalid(R, in, "%s at ZeRO stage 0: plain data parallelism keeps every param whole", name);
         if (stage < 3) {
@@ -90,7 +104,7 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
             if (st == REMAT_OK)
                 st = remat__replay_notify_alloc(R, REMAT_NONE, 0, REMAT_CAT_GATHERED_PARAMS, bytes);
             if (st == REMAT_OK)
-                st = count_comm(R, sh->unit_elements[u]);
+                st = count_comm(R, sh->unit_numel[u]); /* the real elements: padding is not counted */
             if (st != REMAT_OK)
                 return st;
             R->gathered[u] = 1;
@@ -136,15 +150,18 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
     remat_status st = count_comm(R, (in.kind == REMAT_I_ALLREDUCE ? 2 : 1) * sh->bucket_elements[b]);
     if (st != REMAT_OK)
         return st;
+    /* Stages 2-3 free the bucket's gradients into the partition; with the
+     * optimizer offloaded every stage frees them once copied to the host. */
+    int frees = stage >= 2 || sh->cfg.offload_optimizer;
     uint64_t whole = 0;
-    if (stage >= 2)
+    if (frees)
         for (uint32_t t = 0; t < g->n_tensors; t++)
             if (sh->bucket_of[t] == b)
                 whole += g->tensors[t].logical_bytes; /* each counted in R->total */
     if ((st = remat__replay_step_end(R, in, R->total - whole)) != REMAT_OK)
         return st;
     /* Stages 2-3: the whole gradients now live in the partition. */
-    for (uint32_t t = 0; stage >= 2 && t < g->n_tensors; t++) {
+    for (uint32_t t = 0; frees && t < g->n_tensors; t++) {
         if (sh->bucket_of[t] != b)
             continue;
         R->grad[t] = 0;

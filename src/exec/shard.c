@@ -25,6 +25,7 @@ void remat_shard_config_init(remat_shard_config *cfg, uint32_t stage, uint64_t d
     cfg->elem_bytes = 2;
     cfg->prefetch_elements = 50000000;   /* DeepSpeed stage3_prefetch_bucket_size */
     cfg->max_live_elements = 1000000000; /* DeepSpeed stage3_max_live_parameters */
+    cfg->persist_threshold = 0;          /* DeepSpeed's default is 1e5; 0 partitions every param */
 }
 
 static uint64_t ceil_div(uint64_t x, uint64_t d)
@@ -39,10 +40,20 @@ void remat_sharding_destroy(remat_sharding *sh)
     remat__free(sh->unit_of);
     remat__free(sh->unit_elements);
     remat__free(sh->unit_grad_elements);
+    remat__free(sh->unit_numel);
+    remat__free(sh->unit_persist_elements);
+    remat__free(sh->persistent);
+    remat__free(sh->param_bytes);
     remat__free(sh->bucket_of);
     remat__free(sh->bucket_elements);
     remat__free(sh->rank_elements);
     memset(sh, 0, sizeof *sh);
+}
+
+static remat_status too_big(remat_sharding *out, remat_err *err)
+{
+    remat_sharding_destroy(out);
+    return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
 }
 
 remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_config *cfg, remat_sharding *out,
@@ -73,9 +84,15 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
     out->bucket_of = remat__array(nt, sizeof *out->bucket_of);
     out->unit_elements = remat__calloc(no, sizeof *out->unit_elements);
     out->unit_grad_elements = remat__calloc(no, sizeof *out->unit_grad_elements);
+    out->unit_numel = remat__calloc(no, sizeof *out->unit_numel);
+    out->unit_persist_elements = remat__calloc(no, sizeof *out->unit_persist_elements);
+    out->persistent = remat__calloc(nt, 1);
+    out->param_bytes = remat__calloc(nt, sizeof *out->param_bytes);
     out->bucket_elements = remat__calloc(nt, sizeof *out->bucket_elements);
     out->rank_elements = remat__calloc(dp, sizeof *out->rank_elements);
-    if (!out->unit_of || !out->bucket_of || !out->unit_elements || !out->unit_grad_elements || !out->bucket_elements || !out->rank_elements) {
+    if (!out->unit_of || !out->bucket_of || !out->unit_elements || !out->unit_grad_elements || !out->unit_numel ||
+        !out->unit_persist_elements || !out->persistent || !out->param_bytes || !out->bucket_elements ||
+        !out->rank_elements) {
         remat_sharding_destroy(out);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
     }
@@ -101,41 +118,58 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
                                      "params' precision (--weights)",
                                      T->id, (unsigned long long)T->bytes, cfg->elem_bytes);
             }
-            uint64_t e = T->bytes / eb, padded = ceil_div(e, dp) * dp, shard = ceil_div(e, dp) * eb;
+            uint64_t e = T->bytes / eb, shard = ceil_div(e, dp) * eb, padded = ceil_div(e, dp) * dp;
+            int trains = a->grad_flows[t] && !T->frozen;
             out->unit_of[t] = k;
-            if (a->grad_flows[t] && !T->frozen)
+            /* ZeRO 3 keeps a param at or below the persistence threshold
+             * gathered for the whole step, beside its partition
+             * (DeepSpeed parameter_offload.py mark_persistent_parameters; the
+             * gathered buffer is the padded whole, partition_parameters.py
+             * all_gather), so it is never in a unit's gather. */
+            int persist = cfg->stage == 3 && e <= cfg->persist_threshold;
+            out->persistent[t] = (uint8_t)persist;
+            uint64_t resident = cfg->stage == 3 ? shard : T->bytes;
+            if (trains)
                 out->unit_grad_elements[k] += e; /* bounded by psi, checked below */
-            if (!remat_u64_add(out->unit_elements[k], padded, &out->unit_elements[k]) ||
-                !remat_u64_add(T->frozen ? frozen : weights, cfg->stage == 3 ? shard : T->bytes,
-                               T->frozen ? &frozen : &weights) ||
-                (a->grad_flows[t] && !T->frozen && !remat_u64_add(part, shard, &part)) ||
-                (a->grad_flows[t] && !T->frozen && !remat_u64_add(out->psi, e, &out->psi))) {
-                remat_sharding_destroy(out);
-                return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
-            }
+            if (persist && (!remat_u64_mul(padded, eb, &resident) || !remat_u64_add(resident, shard, &resident)))
+                return too_big(out, err);
+            out->param_bytes[t] = resident;
+            if (!remat_u64_add(persist ? out->unit_persist_elements[k] : out->unit_elements[k], persist ? e : padded,
+                               persist ? &out->unit_persist_elements[k] : &out->unit_elements[k]) ||
+                (!persist && !remat_u64_add(out->unit_numel[k], e, &out->unit_numel[k])) ||
+                !remat_u64_add(T->frozen ? frozen : weights, resident, T->frozen ? &frozen : &weights) ||
+                (persist && !remat_u64_add(out->persist_elements, e, &out->persist_elements)) ||
+                (trains && !remat_u64_add(part, shard, &part)) || (trains && !remat_u64_add(out->psi, e, &out->psi)))
+                return too_big(out, err);
         }
     }
     /* Params no op reads are resident on every rank as the graph has them. */
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         const remat_tensor *T = &g->tensors[t];
-        if (T->kind == REMAT_TENSOR_PARAM && out->unit_of[t] == REMAT_NONE &&
-            !remat_u64_add(T->frozen ? frozen : weights, T->bytes, T->frozen ? &frozen : &weights)) {
-            remat_sharding_destroy(out);
-            return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
-        }
+        if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+            continue;
+        out->param_bytes[t] = T->bytes;
+        if (!remat_u64_add(T->frozen ? frozen : weights, T->bytes, T->frozen ? &frozen : &weights))
+            return too_big(out, err);
+    }
+    /* Stages 1 and 2 partition one flat group of Psi elements padded to a
+     * multiple of 2 x dp (DeepSpeed stage_1_and_2.py: nccl_start_alignment_
+     * factor 2), each rank 2 ceil(Psi / 2dp) elements of it, and every rank
+     * holds the padded bit16 group whole; stage 3 partitions each param
+     * (partition_parameters.py), already summed in `part`. */
+    uint64_t P = ceil_div(out->psi, dp);
+    if (cfg->stage == 1 || cfg->stage == 2) {
+        P = 2 * ceil_div(P, 2); /* ceil(ceil(x/a)/b) = ceil(x/ab) */
+        uint64_t whole;
+        if (!remat_u64_mul(P, dp, &whole) || !remat_u64_mul(whole - out->psi, eb, &out->weight_pad_bytes) ||
+            !remat_u64_add(weights, out->weight_pad_bytes, &weights) || !remat_u64_mul(P, eb, &part))
+            return too_big(out, err);
     }
     out->weight_bytes = weights;
     out->frozen_bytes = frozen;
-    /* Stage 2 partitions one flat buffer of Psi elements (DeepSpeed
-     * stage_1_and_2.py); stage 3 partitions each param (partition_parameters.py). */
-    if (cfg->stage == 2 && !remat_u64_mul(ceil_div(out->psi, dp), eb, &part)) {
-        remat_sharding_destroy(out);
-        return remat_err_set(err, REMAT_EOVERFLOW, "sharding: gradient partition exceeds 2^64-1");
-    }
-    out->grad_partition_bytes = cfg->stage >= 2 ? part : 0;
-    uint64_t P = ceil_div(out->psi, dp);
+    out->grad_partition_bytes = cfg->stage >= 2 && !cfg->offload_optimizer ? part : 0;
     for (uint64_t r = 0; r < dp; r++) {
-        uint64_t lo = r * P; /* r < dp, P * dp < psi + dp: no overflow */
+        uint64_t lo = r * P; /* r < dp, P * dp < psi + 2dp: no overflow */
         out->rank_elements[r] = lo >= out->psi ? 0 : (out->psi - lo < P ? out->psi - lo : P);
     }
     /* Buckets, in reverse forward order of the params' units. */
@@ -215,7 +249,7 @@ static remat_status push(builder *B, remat_instr_kind k, uint32_t arg, remat_err
 static remat_status gather(builder *B, uint32_t u, remat_err *err)
 {
     B->gathered[u] = 1;
-    B->available += B->sh->unit_elements[u]; /* bounded by the model */
+    B->available += B->sh->unit_numel[u]; /* bounded by the model */
     return push(B, REMAT_I_ALLGATHER, u, err);
 }
 
@@ -233,7 +267,7 @@ static size_t collect(builder *B, remat_instr in, size_t at)
     for (int l = 0; l < 2; l++)
         for (uint32_t j = 0; j < lens[l]; j++) {
             uint32_t u = B->sh->unit_of[lists[l][j]];
-            if (u == REMAT_NONE)
+            if (u == REMAT_NONE || B->sh->persistent[lists[l][j]])
                 continue;
             if (!B->units) { /* sizing pass: an upper bound */
                 at++;
@@ -316,7 +350,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
                     uint32_t u = B.units[j];
                     if (B.gathered[u])
                         continue;
-                    taken += sh->unit_elements[u];
+                    taken += sh->unit_numel[u]; /* DeepSpeed counts ds_numel, unpadded */
                     st = gather(&B, u, err);
                 }
         }
@@ -337,7 +371,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
                 if (keep_next && unit_in(&B, nx, u))
                     continue;
                 B.gathered[u] = 0;
-                B.available -= sh->unit_elements[u];
+                B.available -= sh->unit_numel[u];
                 st = push(&B, REMAT_I_RELEASE, u, err);
             }
         }
@@ -358,6 +392,11 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     }
     if (st == REMAT_OK && !opt_seen)
         st = push(&B, REMAT_I_OPT, 0, err);
+    /* Stage 3: the persistent params are gathered again after the step
+     * (DeepSpeed stage3.py _post_step), unit by unit. */
+    for (uint32_t i = 0; cfg->stage == 3 && i < g->n_ops && st == REMAT_OK; i++)
+        if (sh->unit_persist_elements[a->order[i]])
+            st = push(&B, REMAT_I_ALLGATHER, a->order[i], err);
     /* Stages 1 and 2: each rank updated its partition; the updated weights
      * are all-gathered, unit by unit. */
     if (cfg->stage == 1 || cfg->stage == 2)

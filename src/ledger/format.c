@@ -45,6 +45,14 @@ static void format_text(remat_buf *b, const remat_ledger_result *r)
         text_row(b, labels[k], dt, el, l->bytes);
     }
     text_row(b, "total", "", "", r->total_bytes);
+    if (r->host.bytes) {
+        char el[24];
+        snprintf(el, sizeof el, "%llu", (unsigned long long)r->host.elements);
+        text_row(b, "host (not in total)", "", el, r->host.bytes);
+    }
+    if (r->offload_elements)
+        remat_buf_printf(b, "offload transfers per step (not memory): %llu elements, %llu B between host and device\n",
+                         (unsigned long long)r->offload_elements, (unsigned long long)r->offload_bytes);
     if (r->comm_elements)
         remat_buf_printf(b, "\ncommunication per step (not memory): %llu elements, %llu B in %s (%.3f GiB, %.3f GB)\n",
                          (unsigned long long)r->comm_elements, (unsigned long long)r->comm_bytes,
@@ -97,6 +105,12 @@ static void format_json(remat_buf *b, const remat_ledger_result *r)
                      "\"dtype\": \"%s\"},\n",
                      (unsigned long long)r->comm_elements, (unsigned long long)r->comm_bytes,
                      remat_ledger_dtype_name(r->comm_dtype));
+    remat_buf_printf(b,
+                     " \"host\": {\"elements\": %llu, \"bytes\": %llu, \"step_tensors\": %llu},\n"
+                     " \"offload\": {\"elements_per_step\": %llu, \"bytes_per_step\": %llu},\n",
+                     (unsigned long long)r->host.elements, (unsigned long long)r->host.bytes,
+                     (unsigned long long)r->step_tensors, (unsigned long long)r->offload_elements,
+                     (unsigned long long)r->offload_bytes);
     remat_buf_printf(b, " \"total_bytes\": %llu,\n \"assumptions\": ", (unsigned long long)r->total_bytes);
     json_strings(b, r->assumptions, r->n_assumptions);
     remat_buf_puts(b, ",\n \"excluded\": ");

@@ -8,15 +8,18 @@
  * sum is checked, and an overflow names the term and the option that made it
  * big, because "arithmetic overflow" alone does not tell a user what to fix.
  *
- * Sharding follows ZeRO (Rajbhandari et al. 2019): the parameters are
- * flattened and split into dp equal partitions padded to whole elements, so a
- * sharded array holds ceil(E / dp) elements per device, each state array
- * separately. Stage 1 shards optimizer state and master weights, stage 2 also
+ * Sharding follows ZeRO (Rajbhandari et al. 2019) as DeepSpeed pads it:
+ * stages 1 and 2 flatten the trainable params into one group padded to a
+ * multiple of 2 x dp (stage_1_and_2.py), so each rank's partition is
+ * 2 ceil(Psi / 2dp) elements and every rank holds the padded whole in bit16;
+ * stage 3 pads each param to a multiple of dp (partition_parameters.py), so a
+ * rank keeps the sum of ceil(E / dp) over params. A bare --params count is one
+ * flat param. Stage 1 shards optimizer state and master weights, stage 2 also
  * gradients, stage 3 also weights (including the graph's frozen params, which
  * ZeRO-3 partitions like any other param). Frozen whole-model copies (a
  * reference or teacher) are separate models and are never sharded here.
  */
-#include "remat/ledger.h"
+#include "ledger_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,21 +36,23 @@ typedef struct {
     uint64_t blocks;    /* adam8bit: f32 scales per state, counted per tensor */
     uint64_t n_small;   /* adam8bit: tensors below min_8bit */
     uint64_t n_fallback; /* params counted in the weight precision for want of dtype and shape */
+    uint64_t s3_trainable; /* ZeRO 3: sum over trainable params of ceil(E / dp), each param padded to dp */
+    uint64_t s3_frozen;    /* ZeRO 3: the same over the graph's frozen params */
+    uint64_t persist;      /* ZeRO 3: elements of the persistent params (at most cfg->persist_threshold each) */
+    uint64_t persist_w;    /* ZeRO 3: their gathered wholes, padded to dp (ceil(E / dp) x dp), trainable */
+    uint64_t persist_f;    /* ZeRO 3: the same, frozen */
+    uint64_t n_tensors;    /* trainable param tensors (Adam's step counters without ZeRO) */
+    uint64_t n_groups;     /* ZeRO 3 sub groups of the rank's partitions (sub_group_size) */
+    uint64_t group_fill;   /* elements in the sub group being filled */
     remat_ledger_dtype graph_dtype; /* the params' common dtype, AUTO if none is given */
 } census;
 
 /* ---- notes and checked arithmetic ---- */
 
-static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
+void remat__ledger_note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *fmt, ...)
 {
-    /* The lists are sized for the worst case of this file's notes; the guard
-     * keeps a future note from writing past them. */
+    /* The lists are sized for the worst case of the ledger's notes; the
+     * guard keeps a future note from writing past them. */
     if (*n >= REMAT_LEDGER_MAX_NOTES)
         return;
     va_list ap;
@@ -57,8 +62,8 @@ static void note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const char *f
     (*n)++;
 }
 
-#define ASSUME(r, ...) note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
-#define EXCLUDE(r, ...) note((r)->excluded, &(r)->n_excluded, __VA_ARGS__)
+#define ASSUME(r, ...) remat__ledger_note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
+#define EXCLUDE(r, ...) remat__ledger_note((r)->excluded, &(r)->n_excluded, __VA_ARGS__)
 
 static int mul(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
 {
@@ -81,6 +86,20 @@ static int add(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
     return a / b + (a % b != 0);
+}
+
+/* ZeRO 3's persistent params (DeepSpeed parameter_offload.py
+ * mark_persistent_parameters: at most stage3_param_persistence_threshold
+ * elements): a rank keeps its partition (e3 elements) and, resident the whole
+ * step, the gathered whole padded to dp. 0 on overflow. */
+static int persist_add(const remat_ledger_config *cfg, census *c, uint64_t e, uint64_t e3, int frozen)
+{
+    if (cfg->zero_stage != 3 || cfg->dp < 2 || e > cfg->persist_threshold)
+        return 1;
+    uint64_t whole;
+    uint64_t *dst = frozen ? &c->persist_f : &c->persist_w;
+    return remat_u64_mul(e3, cfg->dp, &whole) && remat_u64_add(*dst, whole, dst) &&
+           remat_u64_add(c->persist, e, &c->persist);
 }
 
 /* ---- the one computation ---- */
@@ -133,6 +152,27 @@ static uint64_t shard(uint64_t elements, int sharded, uint64_t dp)
     return sharded && dp > 1 ? ceil_div(elements, dp) : elements;
 }
 
+/* ZeRO 1/2's partition of a flat group of e elements: DeepSpeed
+ * stage_1_and_2.py pads the flattened group to a multiple of
+ * nccl_start_alignment_factor (2) x dp and gives each rank 1/dp of it, so
+ * 2 x ceil(e / 2dp) elements (ceil(ceil(e/dp)/2) = ceil(e/2dp): no 2dp
+ * product to overflow). */
+static uint64_t part12(uint64_t e, uint64_t dp)
+{
+    return dp > 1 ? 2 * ceil_div(ceil_div(e, dp), 2) : e;
+}
+
+/* Elements of each trainable-element array on one rank at stage z: ZeRO 3
+ * per param (partition_parameters.py pads each param to dp), ZeRO 1/2 the
+ * padded flat group, unsharded otherwise. `sharded` says whether the array
+ * is sharded at this stage. */
+static uint64_t rank_elements(const census *c, int z, int sharded, uint64_t dp)
+{
+    if (!sharded || dp <= 1)
+        return c->trainable;
+    return z >= 3 ? c->s3_trainable : part12(c->trainable, dp);
+}
+
 static int set_line(remat_ledger_line *l, uint64_t elements, remat_ledger_dtype dt, remat_err *err,
                     const char *what)
 {
@@ -159,7 +199,7 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         uint32_t k = remat_ledger_optimizer_states(r->optimizer);
         static const char *const what[] = {"no state", "1 state (the momentum buffer)",
                                            "2 states (first and second moment)"};
-        if (!mul(k, shard(c->trainable, sh, dp), &l->elements, err, "optimizer state elements (--optimizer)") ||
+        if (!mul(k, rank_elements(c, (int)r->zero_stage, sh, dp), &l->elements, err, "optimizer state elements (--optimizer)") ||
             !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (--states)"))
             return 0;
         if (k == 0)
@@ -237,10 +277,12 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
         } else {
             /* Two all-gathers of every weight (forward and backward; frozen
              * params too) and one reduce-scatter of the gradients: 3 Psi
-             * when nothing is frozen. */
+             * when nothing is frozen. A persistent param is gathered once,
+             * after the step (DeepSpeed stage3.py _post_step). */
             uint64_t gathers;
-            if (!mul(2, model, &gathers, err, "communication elements") ||
-                !add(gathers, psi, &e, err, "communication elements"))
+            if (!mul(2, model - c->persist, &gathers, err, "communication elements") ||
+                !add(gathers, psi, &e, err, "communication elements") ||
+                !add(e, c->persist, &e, err, "communication elements"))
                 return 0;
         }
     }
@@ -257,9 +299,17 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
     if (r->dp > 1) {
         ASSUME(r, "communication per device per step: %s Psi%s = %llu elements in %s, Psi = %llu "
                   "(Rajbhandari et al. 2019, sections 5 and 7)",
-               r->zero_stage < 3 ? "2" : "3", c->frozen && r->zero_stage == 3 ? " + 2 x frozen" : "",
+               r->zero_stage < 3 ? "2" : "3",
+               r->zero_stage < 3 ? "" : c->frozen && c->persist ? " + 2 x frozen - persistent" : c->frozen ? " + 2 x frozen"
+                                        : c->persist ? " - persistent" : "",
                (unsigned long long)e, remat_ledger_dtype_name(dt), (unsigned long long)psi);
         ASSUME(r, "communication: %s; a ring moves (N-1)/N of each collective's volume", how[r->zero_stage]);
+        if (c->persist)
+            ASSUME(r, "ZeRO 3: %llu elements of params of at most %llu elements each are persistent "
+                      "(stage3_param_persistence_threshold): kept gathered, padded to %llu, beside their "
+                      "partitions, and all-gathered once after the step instead of twice per step",
+                   (unsigned long long)c->persist, (unsigned long long)cfg->persist_threshold,
+                   (unsigned long long)r->dp);
     } else {
         ASSUME(r, "communication: none (one device)");
     }
@@ -273,7 +323,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
     if (!mul(r->zero_stage == 3 ? model : psi, size, &cap, err, "communication buffer cap"))
         return 0;
     if (bucket) {
-        if (bucket > cap) {
+        if (bucket > cap && !cfg->bucket_uncapped) {
             ASSUME(r, "communication bucket of %llu B capped at the %llu B it can ever hold",
                    (unsigned long long)bucket, (unsigned long long)cap);
             bucket = cap;
@@ -325,14 +375,21 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
         ASSUME(r, "%llu graph param(s) give neither dtype nor shape: elements = bytes / %u (the weight precision)",
                (unsigned long long)c->n_fallback, remat_ledger_dtype_size(weights));
 
-    if (!set_line(&r->weights, shard(psi, z >= 3, dp), weights, err, "weights (--weights)") ||
-        !set_line(&r->gradients, shard(psi, z >= 2, dp), grads, err, "gradients (--grads)"))
+    /* At stages 1 and 2 every rank holds the whole flat bit16 group, padding
+     * included (DeepSpeed bit16_groups_flat): dp partitions of part12. */
+    uint64_t wel = rank_elements(c, z, z >= 3, dp);
+    if (z >= 3 && dp > 1 && !add(wel, c->persist_w, &wel, err, "persistent weights (--stage3-persistence)"))
+        return err->code;
+    if (z >= 1 && z <= 2 && dp > 1 && !mul(part12(psi, dp), dp, &wel, err, "padded weights (--dp)"))
+        return err->code;
+    if (!set_line(&r->weights, wel, weights, err, "weights (--weights)") ||
+        !set_line(&r->gradients, rank_elements(c, z, z >= 2, dp), grads, err, "gradients (--grads)"))
         return err->code;
     if (master == REMAT_LEDGER_DT_NONE) {
         r->master_weights.dtype = REMAT_LEDGER_DT_NONE;
         ASSUME(r, "no master weights (--master f32 adds a mixed-precision master copy)");
     } else {
-        if (!set_line(&r->master_weights, shard(psi, z >= 1, dp), master, err, "master weights (--master)"))
+        if (!set_line(&r->master_weights, rank_elements(c, z, z >= 1, dp), master, err, "master weights (--master)"))
             return err->code;
         ASSUME(r, "master weights: one copy per trainable element in %s (%u B)", remat_ledger_dtype_name(master),
                remat_ledger_dtype_size(master));
@@ -345,7 +402,8 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     uint64_t model, copies, frozen;
     if (!add(psi, c->frozen, &model, err, "model elements") ||
         !mul(cfg->frozen_copies, model, &copies, err, "frozen copies (--frozen-copies x model elements)") ||
-        !add(shard(c->frozen, z >= 3, dp), copies, &frozen, err, "frozen elements") ||
+        !add(z >= 3 && dp > 1 ? c->s3_frozen : c->frozen, copies, &frozen, err, "frozen elements") ||
+        !add(frozen, z >= 3 && dp > 1 ? c->persist_f : 0, &frozen, err, "frozen elements") ||
         !set_line(&r->frozen, frozen, weights, err, "frozen weights (--frozen-copies)"))
         return err->code;
     if (c->frozen)
@@ -367,11 +425,20 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     if (z == 0)
         ASSUME(r, "ZeRO stage 0 over %llu data-parallel device%s: nothing sharded, every device holds every array",
                (unsigned long long)dp, dp == 1 ? "" : "s");
+    else if (z <= 2)
+        ASSUME(r,
+               "ZeRO stage %d over %llu data-parallel devices: %s sharded; the flat group of %llu elements is "
+               "padded to a multiple of 2 x %llu (DeepSpeed stage_1_and_2.py, nccl_start_alignment_factor 2), "
+               "%llu elements per rank, and every rank holds the padded weights (%llu elements)",
+               z, (unsigned long long)dp, sharded[z], (unsigned long long)psi, (unsigned long long)dp,
+               (unsigned long long)part12(psi, dp), (unsigned long long)r->weights.elements);
     else
         ASSUME(r,
-               "ZeRO stage %d over %llu data-parallel devices: %s divided by %llu, rounded up to whole elements "
-               "(ZeRO pads its flat partitions)",
-               z, (unsigned long long)dp, sharded[z], (unsigned long long)dp);
+               "ZeRO stage 3 over %llu data-parallel devices: %s sharded; each param is padded to a multiple of "
+               "%llu and each rank keeps ceil(E / %llu) elements of it (DeepSpeed partition_parameters.py), "
+               "%llu trainable elements per rank",
+               (unsigned long long)dp, sharded[z], (unsigned long long)dp, (unsigned long long)dp,
+               (unsigned long long)c->s3_trainable);
 
     if (!comm_lines(cfg, c, r, err))
         return err->code;
@@ -394,6 +461,9 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
                master == REMAT_LEDGER_DT_TF32 || r->comm_dtype == REMAT_LEDGER_DT_TF32;
     if (tf32)
         ASSUME(r, "tf32 is a compute mode: tf32 arrays are stored as 4-byte f32");
+
+    if (!remat__ledger_host(cfg, c->n_tensors, c->n_groups, r, err))
+        return err->code;
 
     uint64_t total = 0;
     for (int k = 0; k < REMAT_LEDGER_CATEGORY_COUNT; k++)
@@ -425,6 +495,7 @@ void remat_ledger_config_init(remat_ledger_config *cfg)
     cfg->optimizer = REMAT_LEDGER_ADAM;
     cfg->block = REMAT_LEDGER_DEFAULT_BLOCK;
     cfg->min_8bit = REMAT_LEDGER_DEFAULT_MIN_8BIT;
+    cfg->sub_group = 1000000000; /* DeepSpeed sub_group_size */
 }
 
 remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n, remat_ledger_result *out,
@@ -441,6 +512,10 @@ remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n,
                              "--optimizer adafactor: cannot factor without shapes: a bare --params count has none "
                              "(use --graph with param shapes)");
     census c = {.trainable = n, .graph_dtype = REMAT_LEDGER_DT_AUTO};
+    c.s3_trainable = cfg->dp > 1 ? ceil_div(n, cfg->dp) : n; /* one flat tensor, one param */
+    c.n_tensors = c.n_groups = 1;
+    if (!persist_add(cfg, &c, n, c.s3_trainable, 0))
+        return remat_err_set(err, REMAT_EOVERFLOW, "--params: the persistent param's gathered copy exceeds 2^64-1");
     /* One flat tensor of n elements. */
     if (cfg->optimizer == REMAT_LEDGER_ADAM8BIT) {
         if (n >= cfg->min_8bit) {
@@ -568,12 +643,23 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
             return st;
         if (!T->dtype && !T->ndim)
             c.n_fallback++;
+        uint64_t e3 = cfg->dp > 1 ? ceil_div(e, cfg->dp) : e;
+        if (!persist_add(cfg, &c, e, e3, T->frozen))
+            return remat_err_set(err, REMAT_EGRAPH, "graph: persistent param elements exceed 2^64-1");
         if (T->frozen) {
+            if (!remat_u64_add(c.s3_frozen, e3, &c.s3_frozen))
+                return remat_err_set(err, REMAT_EGRAPH, "graph: frozen param elements exceed 2^64-1");
             if (!remat_u64_add(c.frozen, e, &c.frozen))
                 return remat_err_set(err, REMAT_EGRAPH, "graph: frozen param elements exceed 2^64-1");
             continue;
         }
-        if (!remat_u64_add(c.trainable, e, &c.trainable))
+        /* ZeRO 3's sub groups (stage3.py _create_fp16_sub_groups): partitions
+         * are added to a group until it holds sub_group_size elements. */
+        c.n_tensors++;
+        if (c.group_fill == 0)
+            c.n_groups++;
+        c.group_fill = c.group_fill + e3 >= cfg->sub_group || c.group_fill + e3 < e3 ? 0 : c.group_fill + e3;
+        if (!remat_u64_add(c.s3_trainable, e3, &c.s3_trainable) || !remat_u64_add(c.trainable, e, &c.trainable))
             return remat_err_set(err, REMAT_EGRAPH, "graph: trainable param elements exceed 2^64-1");
         if (cfg->optimizer == REMAT_LEDGER_ADAFACTOR) {
             if (!T->ndim)

@@ -23,17 +23,20 @@
  * bundled graph in tests/check_plan.c, not guaranteed by construction.
  *
  * Time (goals: 0.5 s up to 10^4 ops, 5 s at 10^5): the candidates and the
- * ladder are tiered by size (README, "How auto decides"); the search tries
- * flips by their producer's FLOPs, rejects one whose schedule recomputes
- * more FLOPs than a fitting plan before replaying it, and skips keeping a
- * tensor that surely overflows the forward pass. Every candidate is still
- * judged by the one replay in exec, and so is the plan returned.
+ * ladder are tiered by size (README, "How auto decides"); the local search
+ * (auto_search.c) tries flips by their producer's FLOPs, judges each by a
+ * delta replay of the part of the step it changes, rejects one whose
+ * schedule recomputes more FLOPs than a fitting plan before replaying it,
+ * and skips keeping a tensor that surely overflows the forward pass. Every
+ * candidate is judged by the one replay in exec, and so is the plan
+ * returned. Everything is bounded by work, never by time, so the plan
+ * depends on the graph and the budget only (exact too: run_exact).
  *
  * Last, at B: the bound (bound.c), then on small graphs the exhaustive
  * search of the fixed-order class (class_search.c), whose optimum becomes
  * the bound, or else exact, handed the best plan so far and the bound.
  */
-#include "planner.h"
+#include "auto_internal.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -118,8 +121,7 @@ typedef struct {
     char chosen[64];
     char tried[640];
     uint32_t flips;
-    uint64_t ls_work;     /* instructions replayed by local searches so far */
-    uint64_t ls_evals, ls_skipped, ls_replays;
+    remat__search_stats ls; /* the local searches' work and counts so far */
     uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
     int lb_infeasible; /* ... or: no schedule of the class fits */
     char exact_note[128]; /* exact's verdict when it ran */
@@ -187,233 +189,14 @@ static void note_tried(auto_state *S, const char *name)
              name);
 }
 
-/* Marks in rec the ops that schedule s recomputes. */
-static void mark_recomputed(const remat_graph *g, const remat_schedule *s, uint8_t *rec)
-{
-    memset(rec, 0, g->n_ops ? g->n_ops : 1);
-    for (size_t i = 0; i < s->n; i++)
-        if (s->ins[i].kind == REMAT_I_RECOMPUTE)
-            rec[s->ins[i].arg] = 1;
-}
-
-/* The current plan's high-water mark (the budget's metric) at each FWD,
- * from the one replay's observer, as a suffix maximum over forward
- * positions: fwd_tail[i] = the most any FWD from position i on reaches. */
-typedef struct {
-    const remat_analysis *a;
-    remat_budget_kind kind;
-    uint64_t *fwd_tail;
-    uint32_t seen;
-} tail_obs;
-
-static int tail_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
-                     const uint64_t *hw_by_category)
-{
-    tail_obs *o = ctx;
-    (void)index;
-    (void)live_after;
-    if (in.kind != REMAT_I_FWD || o->seen >= o->a->g->n_ops)
-        return 0;
-    uint64_t m = high_water;
-    if (o->kind == REMAT_BUDGET_ACTIVATION) {
-        m = 0;
-        for (int c = 0; c < REMAT_CAT_COUNT; c++)
-            if (remat_category_is_activation((remat_category)c))
-                m += hw_by_category[c];
-    }
-    o->fwd_tail[o->seen++] = m;
-    return 0;
-}
-
-static remat_status forward_tail(remat_planner *Q, const remat_schedule *s, uint64_t *fwd_tail)
-{
-    const uint32_t n = Q->a->g->n_ops;
-    tail_obs o = {Q->a, Q->o->budget_kind, fwd_tail, 0};
-    remat_replay_observer obs = {&o, NULL, NULL, tail_step};
-    remat_replay_result r;
-    remat_err local;
-    remat_err_init(&local);
-    remat_status st = remat_replay(Q->a, s, &Q->o->extras, &obs, &r, &local);
-    if (st != REMAT_OK)
-        return remat_err_set(Q->err, st, "auto: %s", local.msg);
-    remat_replay_result_destroy(&r);
-    if (o.seen != n) /* not a plain schedule: no filter */
-        for (uint32_t i = 0; i < n; i++)
-            fwd_tail[i] = 0;
-    for (uint32_t i = n; i-- > 1;)
-        if (fwd_tail[i] > fwd_tail[i - 1])
-            fwd_tail[i - 1] = fwd_tail[i];
-    return REMAT_OK;
-}
-
-/* Whether keeping t (now recomputed) surely overflows the budget: after its
- * last forward read the forward pass runs as before with t resident, so
- * every later FWD's high-water mark grows by t's bytes. The exception, a
- * kept input of t's producer that only t's recomputation holds in memory
- * (it is then freed in forward instead), is not filtered. */
-static int keep_overflows(const remat_planner *Q, const uint8_t *keep, const uint64_t *fwd_tail, uint32_t t)
-{
-    const remat_analysis *a = Q->a;
-    const remat_graph *g = a->g;
-    const remat_tensor *T = &g->tensors[t];
-    if (T->storage != t || a->life[t].last_bwd_use == REMAT_NONE || a->is_output[t])
-        return 0;
-    uint32_t from = a->life[t].last_fwd_use == REMAT_NONE ? a->life[t].birth + 1 : a->life[t].last_fwd_use + 1;
-    if (from >= g->n_ops)
-        return 0;
-    const remat_op *op = &g->ops[T->producer];
-    const uint32_t *in = remat_op_inputs(g, op);
-    for (uint32_t i = 0; i < op->n_in; i++)
-        if (g->tensors[in[i]].kind == REMAT_TENSOR_ACTIVATION && keep[in[i]] &&
-            a->life[in[i]].last_bwd_use == REMAT_NONE)
-            return 0;
-    return fwd_tail[from] > Q->o->budget || T->bytes > Q->o->budget - fwd_tail[from];
-}
-
-/* Judges a flipped keep set against the current plan: builds its schedule
- * (the default policy) and, when the current plan fits and the new
- * schedule recomputes more FLOPs, stops there (*worse = 1: it cannot be
- * better, since fitting plans are judged by FLOPs first); otherwise the
- * one replay judges it (*worse = 0, e filled). */
-static remat_status flip_eval(remat_planner *Q, const uint8_t *keep, const remat_eval *cur, remat_eval *e, int *worse)
-{
-    remat_err local;
-    remat_err_init(&local);
-    memset(e, 0, sizeof *e);
-    *worse = 0;
-    remat_schedule_clear(&Q->scratch);
-    remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
-    if (st == REMAT_EINFEASIBLE) {
-        *worse = 1;
-        return REMAT_OK;
-    }
-    if (st != REMAT_OK)
-        return remat_err_set(Q->err, st, "%s", local.msg);
-    if (remat__fits(Q, cur) && remat__schedule_extra_flops(Q->a->g, &Q->scratch) > cur->extra_flops) {
-        *worse = 1;
-        return REMAT_OK;
-    }
-    return remat__eval_schedule(Q, &Q->scratch, e);
-}
-
-/* order[] = tensor ids by their producer's FLOPs, descending, ties by id:
- * a stable bottom-up merge sort (qsort has no context argument). */
-static void sort_by_flops(const remat_graph *g, uint32_t *order)
-{
-    const uint32_t n = g->n_tensors;
-    for (uint32_t t = 0; t < n; t++)
-        order[t] = t;
-    uint32_t *tmp = remat__array(n ? n : 1, sizeof *tmp);
-    if (!tmp)
-        return; /* id order: still every candidate */
-    for (uint32_t w = 1; w < n; w *= 2) {
-        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
-            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            uint32_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) {
-                uint32_t pi = g->tensors[order[i]].producer, pj = g->tensors[order[j]].producer;
-                uint64_t fi = pi == REMAT_NONE ? 0 : g->ops[pi].flops, fj = pj == REMAT_NONE ? 0 : g->ops[pj].flops;
-                tmp[k++] = fj > fi ? order[j++] : order[i++];
-            }
-            while (i < mid)
-                tmp[k++] = order[i++];
-            while (j < hi)
-                tmp[k++] = order[j++];
-        }
-        memcpy(order, tmp, (size_t)n * sizeof *order);
-    }
-    remat__free(tmp);
-}
-
-/* One activation at a time: recompute a kept one (to save memory), keep a
- * recomputed one (to save FLOPs); a flip stays when the replay of the new
- * keep set's schedule says it is better. Flips that cannot be better are
- * not replayed: once the plan fits, dropping a tensor whose producer the
- * schedule does not already recompute adds that producer's recomputation,
- * so it never lowers the extra FLOPs, and the order judges fitting plans by
- * FLOPs first. Stops when S->ls_work passes work_until. */
-static remat_status local_search(auto_state *S, remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips,
-                                 uint64_t work_until)
-{
-    const remat_graph *g = Q->a->g;
-    remat_status st = REMAT_OK;
-    int improved = 1;
-    *flips = 0;
-    uint8_t *rec = remat__calloc(g->n_ops ? g->n_ops : 1, 1);
-    uint64_t *tail = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tail);
-    if (!rec || !tail) {
-        remat__free(rec);
-        remat__free(tail);
-        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
-    }
-    /* Candidates by their producer's FLOPs, the most first: the flips
-     * that can save the most are tried while work remains. */
-    uint32_t *order = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *order);
-    if (!order) {
-        remat__free(rec);
-        remat__free(tail);
-        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
-    }
-    sort_by_flops(g, order);
-    /* The current plan's recomputed ops and forward profile. */
-    remat_schedule_clear(&Q->scratch);
-    remat_err local;
-    remat_err_init(&local);
-    if (remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
-        mark_recomputed(g, &Q->scratch, rec);
-        st = forward_tail(Q, &Q->scratch, tail);
-    }
-    while (improved && st == REMAT_OK) {
-        improved = 0;
-        for (uint32_t it = 0; it < g->n_tensors && st == REMAT_OK; it++) {
-            const uint32_t t = order[it];
-            const remat_tensor *T = &g->tensors[t];
-            if (T->kind != REMAT_TENSOR_ACTIVATION || !g->ops[T->producer].recomputable)
-                continue;
-            /* A tensor no backward step saves and nothing reads is freed
-             * after forward whatever keep says: flipping it is moot. */
-            if (Q->a->life[t].last_bwd_use == REMAT_NONE && Q->a->cons_off[t + 1] == Q->a->cons_off[t])
-                continue;
-            if (keep[t] && remat__fits(Q, cur) && g->ops[T->producer].flops > 0 && !rec[T->producer] &&
-                Q->a->life[t].last_bwd_use != REMAT_NONE) {
-                S->ls_skipped++;
-                continue;
-            }
-            if (!keep[t] && remat__fits(Q, cur) && Q->o->budget_kind != REMAT_BUDGET_NONE &&
-                keep_overflows(Q, keep, tail, t)) {
-                S->ls_skipped++;
-                continue;
-            }
-            if (S->ls_work > work_until)
-                goto out;
-            keep[t] ^= 1;
-            remat_eval e;
-            int worse = 0;
-            st = flip_eval(Q, keep, cur, &e, &worse);
-            S->ls_work += worse ? Q->scratch.n / 3 : Q->scratch.n;
-            S->ls_evals++;
-            S->ls_replays += !worse;
-            if (st == REMAT_OK && !worse && remat__better(Q, &e, cur)) {
-                *cur = e;
-                improved = 1;
-                (*flips)++;
-                mark_recomputed(g, &Q->scratch, rec);
-                st = forward_tail(Q, &Q->scratch, tail);
-            } else {
-                keep[t] ^= 1;
-            }
-        }
-    }
-out:
-    remat__free(rec);
-    remat__free(tail);
-    remat__free(order);
-    return st;
-}
-
-/* Keep-set plans that do not depend on the budget (the table's
- * REMAT_STRATEGY_BUDGET_FREE local-search starts, one plan each): the
- * local search's starting pool at every ladder point. */
+/* Keep-set plans that do not depend on the budget: the local search's
+ * starting pool at every ladder point. The table's
+ * REMAT_STRATEGY_BUDGET_FREE local-search starts give one plan each; the
+ * other light ones (sqrtn since issue 15 made it budget-aware) are run
+ * without a budget, where each is one fixed plan (sqrtn: ceil(sqrt(ops))
+ * segments spread by position). Without that plan the 994-op transformer
+ * lost 9% and 19% against the baseline in make bench BENCH=auto: above
+ * LADDER_CHEN_MAX_OPS nothing else seeds the search with segments. */
 #define POOL_MAX 16
 
 typedef struct {
@@ -427,7 +210,7 @@ static void pool_init(start_pool *sp)
 {
     candidate all[MAX_CANDIDATES];
     memset(sp, 0, sizeof *sp);
-    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START | REMAT_STRATEGY_BUDGET_FREE, 0, all);
+    size_t n = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_AUTO_HEAVY, all);
     sp->n = n < POOL_MAX ? n : POOL_MAX;
     memcpy(sp->c, all, sp->n * sizeof *all);
 }
@@ -454,7 +237,15 @@ static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *hav
         remat_eval e;
         int fk;
         o->linearized = sp->c[i].linearized;
+        const int free_run = !(sp->c[i].flags & REMAT_STRATEGY_BUDGET_FREE);
+        const remat_budget_kind kind = o->budget_kind;
+        if (free_run)
+            o->budget_kind = REMAT_BUDGET_NONE;
         st = run_candidate(Q, sp->c[i].strategy, &cand, &e, &fk);
+        o->budget_kind = kind;
+        /* Judged again under the budget's metric (arena mode's arena). */
+        if (st == REMAT_OK && fk && cand.keep && free_run)
+            st = remat__eval_keep(Q, cand.keep, &e);
         if (st == REMAT_OK && fk && cand.keep) {
             sp->keep[i] = cand.keep;
             cand.keep = NULL;
@@ -556,7 +347,7 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     memcpy(keep, start, g->n_tensors);
     remat_plan_destroy(&chen);
     uint32_t flips = 0;
-    st = local_search(S, Q, keep, &se, &flips, work_until);
+    st = remat__auto_local_search(Q, keep, &se, &flips, work_until, &S->ls);
     if (st == REMAT_OK && remat__fits(Q, &se)) {
         remat_plan res;
         remat_plan_init(&res);
@@ -666,15 +457,26 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
     return st;
 }
 
-/* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, with
- * at most EXACT_IN_AUTO_SECONDS (or the user's shorter --time-limit), last,
- * so that it starts from the best plan of every other candidate. On larger
- * graphs GLPK rarely proves anything within auto's time goal (README,
- * "How auto decides"). */
+/* exact inside auto: on graphs of at most EXACT_IN_AUTO_MAX_OPS ops, last,
+ * so that it starts from the best plan of every other candidate, under a
+ * work limit rather than a time limit (issue 20: under load a time limit
+ * made auto's plan vary from run to run): at most
+ * EXACT_IN_AUTO_LP_ITERATIONS simplex iterations for the root LP and
+ * EXACT_IN_AUTO_ITERATIONS (or EXACT_IN_AUTO_NODES nodes) in all, about
+ * 0.1-0.15 s of CPU on the project's machine where the limit binds (a
+ * simplex iteration costs about 0.12 ms on the 5,600 columns of resnet8's
+ * program). The root LP of graphs of 30-40 ops needs 2,500-7,000
+ * iterations, so there exact contributes its starting plans (its greedy and
+ * the warm-start strategies), which run to their end; programs small enough
+ * for the LP to finish get their branch and bound. A --time-limit the user
+ * gives still caps it, as a time. On larger graphs GLPK rarely proves
+ * anything within auto's time goal (README, "How auto decides"). */
 #define EXACT_IN_AUTO_MAX_OPS 40
-#define EXACT_IN_AUTO_SECONDS 0.35
+#define EXACT_IN_AUTO_NODES 60
+#define EXACT_IN_AUTO_LP_ITERATIONS 800
+#define EXACT_IN_AUTO_ITERATIONS 1200
 
-static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_options *sub)
+static remat_status run_exact(auto_state *S, remat_planner *Q)
 {
     const remat_plan_options *o = S->P->o;
     if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact)
@@ -682,8 +484,9 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     /* The incumbent meets the bound: optimal, nothing to prove. */
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
         return REMAT_OK;
-    sub->time_limit = o->time_limit > 0 && o->time_limit < EXACT_IN_AUTO_SECONDS ? o->time_limit
-                                                                               : EXACT_IN_AUTO_SECONDS;
+    Q->exact_nodes = EXACT_IN_AUTO_NODES;
+    Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
+    Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
     remat_plan cand;
     remat_plan_init(&cand);
     remat_eval e;
@@ -691,7 +494,7 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
     candidate small[MAX_CANDIDATES];
     size_t n_small = candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_SMALL_ONLY, 0, small);
     if (n_small == 0) {
-        sub->time_limit = o->time_limit;
+        Q->exact_nodes = Q->exact_lp_iterations = Q->exact_iterations = 0;
         return REMAT_OK;
     }
     remat_status st = run_candidate(Q, small[0].strategy, &cand, &e, &fk);
@@ -710,7 +513,7 @@ static remat_status run_exact(auto_state *S, remat_planner *Q, remat_plan_option
         offer(S, &cand, &e, small[0].strategy, fk, 0);
     }
     remat_plan_destroy(&cand);
-    sub->time_limit = o->time_limit;
+    Q->exact_nodes = Q->exact_lp_iterations = Q->exact_iterations = 0;
     return st;
 }
 
@@ -759,6 +562,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             /* The budget-free keep sets seed the ladder's pool. */
             for (size_t j = 0; j < pool_from_b.n; j++)
                 if (fk && cand.keep && !pool_from_b.keep[j] &&
+                    (pool_from_b.c[j].flags & REMAT_STRATEGY_BUDGET_FREE) &&
                     strcmp(pool_from_b.c[j].strategy, monotone[i].strategy) == 0 &&
                     pool_from_b.c[j].linearized == monotone[i].linearized) {
                     pool_from_b.keep[j] = remat__malloc(g->n_tensors ? g->n_tensors : 1);
@@ -815,7 +619,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {
         Q.incumbent = S.have ? &out->schedule : NULL;
         Q.known_bound = S.lb;
-        st = run_exact(&S, &Q, &sub);
+        st = run_exact(&S, &Q);
         Q.incumbent = NULL;
     }
     P->evaluations += Q.evaluations;
@@ -830,6 +634,6 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     return remat__plan_params(P, out,
                               "{\"chosen\": \"%s\", \"local_search_flips\": %u, \"local_search_evaluations\": %llu, "
                               "\"local_search_replays\": %llu, \"local_search_skipped\": %llu, %s%s, \"candidates\": [%s]}",
-                              S.chosen, S.flips, (unsigned long long)S.ls_evals, (unsigned long long)S.ls_replays,
-                              (unsigned long long)S.ls_skipped, cert, S.exact_note, S.tried);
+                              S.chosen, S.flips, (unsigned long long)S.ls.evals, (unsigned long long)S.ls.replays,
+                              (unsigned long long)S.ls.skipped, cert, S.exact_note, S.tried);
 }

@@ -197,7 +197,9 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
     const uint64_t budget = P->o->budget;
     *ran = 0;
     *opt = UINT64_MAX;
-    if (P->o->budget_kind == REMAT_BUDGET_NONE)
+    /* The search's states hold activations only; a sharded rank's
+     * collectives are not among its edges. */
+    if (P->o->budget_kind == REMAT_BUDGET_NONE || P->o->extras.sharding)
         return REMAT_OK;
     uint32_t n_act = 0;
     for (uint32_t t = 0; t < g->n_tensors; t++)

@@ -44,6 +44,7 @@
 #include "exact_internal.h"
 #include "../util/util_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,9 @@
 #define EXACT_DEFAULT_SECONDS 10.0
 /* Re-solves after a replay over the budget (floating-point tolerance). */
 #define EXACT_MAX_RESOLVES 3
+/* Under a work limit (remat_planner.exact_nodes) the deadline only stops a
+ * machine so slow that the limit would take this long. */
+#define EXACT_WORK_SAFETY_SECONDS 30.0
 
 #if REMAT_HAVE_GLPK
 
@@ -74,6 +78,10 @@ typedef struct {
     double obj, bound; /* model units; bound = -inf until known */
     double seconds;
     double deadline;
+    uint64_t node_limit;    /* branch and bound nodes (0: none) */
+    uint64_t nodes;         /* nodes created so far */
+    uint64_t it_limit;      /* simplex iterations, the root LP's included (0: none) */
+    int work_stopped;       /* stopped by the work limit */
     remat_eval milp_e; /* the replay of the solver's schedule, when have_sol */
 } solve_result;
 
@@ -89,7 +97,20 @@ static void ios_callback(glp_tree *tree, void *info)
             r->bound = b;
     }
     /* GLPK checks its own limit only between nodes; stop as soon as we
-     * see the deadline pass. */
+     * see the deadline pass. The work limit counts every node created. */
+    int a_cnt = 0, n_cnt = 0, t_cnt = 0;
+    glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
+    if ((uint64_t)t_cnt > r->nodes)
+        r->nodes = (uint64_t)t_cnt;
+    if (r->node_limit) {
+        glp_prob *lp = glp_ios_get_prob(tree);
+        uint64_t its = (uint64_t)glp_get_it_cnt(lp);
+        if ((uint64_t)t_cnt >= r->node_limit || (r->it_limit && its >= r->it_limit)) {
+            r->work_stopped = 1;
+            glp_ios_terminate(tree);
+            return;
+        }
+    }
     if (remat__exact_now() >= r->deadline)
         glp_ios_terminate(tree);
 }
@@ -159,7 +180,7 @@ static void session_close(glpk_session *S)
 
 /* The LP relaxation (dual simplex: several times faster than primal on
  * these programs); lpx gets its solution. */
-static void session_lp(glpk_session *S, double deadline, double *lpx)
+static void session_lp(glpk_session *S, double deadline, uint64_t iterations, double *lpx)
 {
     solve_result *r = S->r;
     double t0 = remat__exact_now();
@@ -170,8 +191,11 @@ static void session_lp(glpk_session *S, double deadline, double *lpx)
     sm.msg_lev = GLP_MSG_OFF;
     sm.meth = GLP_DUALP;
     sm.tm_lim = ms_left(deadline);
+    if (iterations)
+        sm.it_lim = iterations > INT_MAX ? INT_MAX : (int)iterations;
     int rc = glp_simplex(S->lp, &sm), lst = glp_get_status(S->lp);
     r->timed_out |= rc == GLP_ETMLIM;
+    r->work_stopped |= rc == GLP_EITLIM;
     if (rc == 0 && lst == GLP_NOFEAS) {
         r->lp_done = r->infeasible = r->finished = 1;
     } else if (rc == 0 && lst == GLP_OPT) {
@@ -186,7 +210,8 @@ static void session_lp(glpk_session *S, double deadline, double *lpx)
 
 /* Branch and bound from the LP basis, with warm (may be NULL) as the first
  * incumbent; sol gets the incumbent. */
-static void session_mip(glpk_session *S, const double *warm, double deadline, double *sol)
+static void session_mip(glpk_session *S, const double *warm, double deadline, uint64_t nodes, uint64_t iterations,
+                        double *sol)
 {
     solve_result *r = S->r;
     double t0 = remat__exact_now();
@@ -204,7 +229,8 @@ static void session_mip(glpk_session *S, const double *warm, double deadline, do
      * and past EXACT_DTH_COLS most-fractional (the default stalls too). */
     int cols = glp_get_num_cols(S->lp);
     double left = deadline - remat__exact_now();
-    if (cols <= EXACT_PCH_COLS / 5 || (cols <= EXACT_PCH_COLS && left >= 2.0)) {
+    /* Under a work limit the choice must not depend on the clock. */
+    if (cols <= EXACT_PCH_COLS / 5 || (cols <= EXACT_PCH_COLS && left >= 2.0 && !nodes)) {
         io.br_tech = GLP_BR_PCH;
         io.gmi_cuts = GLP_ON;
     } else {
@@ -212,6 +238,8 @@ static void session_mip(glpk_session *S, const double *warm, double deadline, do
     }
     S->warm = warm;
     r->deadline = deadline;
+    r->node_limit = nodes;
+    r->it_limit = iterations;
     io.cb_func = heur_callback;
     io.cb_info = S;
     int rc = glp_intopt(S->lp, &io), ms = glp_mip_status(S->lp);
@@ -273,7 +301,7 @@ static remat_status solve_model(remat_planner *P, exact_model *M, exact_pool *po
     glpk_session S;
     if (st == REMAT_OK) {
         session_open(M, &S, r);
-        session_lp(&S, deadline, lpx);
+        session_lp(&S, deadline, P->exact_lp_iterations, lpx);
         if (r->lp_done && !r->infeasible && lp_heuristics) {
             double now = remat__exact_now(), left = deadline - now;
             st = remat__exact_round(P, M, pool, lpx, now + 0.1 * left);
@@ -285,7 +313,7 @@ static remat_status solve_model(remat_planner *P, exact_model *M, exact_pool *po
         const double *warm = pool->have && remat__exact_max_violation(M, pool->x) <= 1e-7 ? pool->x : NULL;
         r->warm_checked = warm != NULL;
         if (st == REMAT_OK && r->lp_done && !r->infeasible && remat__exact_now() < deadline)
-            session_mip(&S, warm, deadline, sol);
+            session_mip(&S, warm, deadline, P->exact_nodes, P->exact_iterations, sol);
         session_close(&S);
     }
     if (st == REMAT_OK && r->have_sol) {
@@ -468,7 +496,12 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     const remat_plan_options *o = P->o;
     const remat_graph *g = P->a->g;
     double t0 = remat__exact_now();
+    /* A work limit (auto's) replaces the time limit, which then only
+     * guards against a pathological machine. */
     double limit = o->time_limit > 0 ? o->time_limit : EXACT_DEFAULT_SECONDS;
+    if (P->exact_nodes)
+        limit = o->time_limit > 0 && o->time_limit < EXACT_WORK_SAFETY_SECONDS ? o->time_limit
+                                                                            : EXACT_WORK_SAFETY_SECONDS;
     double deadline = t0 + limit;
     if (g->n_ops > EXACT_MAX_OPS)
         return remat_err_set(P->err, REMAT_EUNSUPPORTED,
@@ -509,7 +542,12 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     st = build(P, EXACT_MODE_BUDGET, o->budget, &M);
     uint32_t vars = M.m.n_cols, ints = M.m.n_int, rows = M.m.n_rows, resolves = 0;
     size_t nnz = M.m.nnz;
-    int full = M.fwd_recompute, solved = vars <= EXACT_SOLVE_COLS;
+    /* Under a work limit, a program whose root LP cannot finish within it
+     * is not handed to GLPK: the LP needs 0.55-1.0 simplex iterations per
+     * column on these programs (issue 20's measurements, 700-8,200
+     * columns), and an unfinished LP proves and finds nothing. */
+    int full = M.fwd_recompute,
+        solved = vars <= EXACT_SOLVE_COLS && (!P->exact_lp_iterations || vars <= 2 * P->exact_lp_iterations);
     double fscale = M.fscale, solve_seconds = 0;
     const char *warm_state = "none";
     /* Warm start (issue 20): the caller's incumbent first (auto's best
@@ -593,7 +631,10 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     if (bound > objective)
         bound = objective; /* the solver's tolerances */
     double gap = objective ? (double)(objective - bound) / (double)objective : 0.0;
-    const char *status = outside && r0.infeasible ? "outside_class" : bound >= objective ? "optimal" : "time_limit";
+    const char *status = outside && r0.infeasible ? "outside_class"
+                         : bound >= objective        ? "optimal"
+                         : P->exact_nodes            ? "work_limit"
+                                                     : "time_limit";
     st = remat__plan_alloc_keep(P, out);
     if (st == REMAT_OK) {
         keep_of_schedule(g, &pool.best, out->keep);
@@ -604,7 +645,7 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
             "{\"status\": \"%s\", \"objective\": %llu, \"bound\": %llu, \"gap\": %.6g, \"class\": \"%s\", "
             "\"variables\": %u, \"integer_variables\": %u, \"constraints\": %u, \"nonzeros\": %zu, \"stages\": %u, "
             "\"solve_seconds\": %.3f, \"seconds\": %.3f, \"time_limit\": %g, \"solver\": \"%s\", \"source\": \"%s\", "
-            "\"warm_start\": \"%s\", \"known_bound\": %llu, \"candidates\": %llu, \"resolves\": %u}",
+            "\"warm_start\": \"%s\", \"known_bound\": %llu, \"candidates\": %llu, \"resolves\": %u, \"nodes\": %llu}",
             status, (unsigned long long)objective, (unsigned long long)bound, gap,
             full ? "full" : "no forward recompute", vars, ints, rows, nnz, g->n_ops + P->a->n_bwd, solve_seconds,
             remat__exact_now() - t0, limit,
@@ -613,7 +654,8 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
             : r0.finished ? "finished"
             : r0.lp_done  ? "stopped in branch and bound"
                           : "stopped in the LP relaxation",
-            pool.source, warm_state, (unsigned long long)known, (unsigned long long)pool.offers, resolves);
+            pool.source, warm_state, (unsigned long long)known, (unsigned long long)pool.offers, resolves,
+            (unsigned long long)r0.nodes);
     }
     remat__exact_pool_destroy(&pool);
     return st;

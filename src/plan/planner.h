@@ -24,6 +24,14 @@ typedef struct remat_planner {
     const remat_schedule *incumbent;
     uint64_t known_bound;
     int in_exact;
+    /* auto -> exact: a work limit instead of the time limit, so that auto's
+     * plan does not depend on the machine's load (0: exact's own time
+     * limit). GLPK's root LP stops after lp_iterations simplex iterations
+     * and its branch and bound after this many nodes; the deadlines only
+     * guard against a pathological machine (EXACT_WORK_SAFETY_SECONDS). */
+    uint64_t exact_nodes;
+    uint64_t exact_lp_iterations;
+    uint64_t exact_iterations; /* ... and all its simplex iterations together, the root LP's included */
     int quick;            /* a seed, not an answer (auto's ladder starts): sqrtn and chen-greedy judge only
                            * the paper's candidates over a coarse threshold grid */
 } remat_planner;

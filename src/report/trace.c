@@ -250,15 +250,15 @@ static remat_status take_record(remat_trace *t, remat__intervals *rec, remat_err
         iv->bytes = v->bytes;
         iv->alloc = v->first;
         iv->free = v->last == REMAT__IV_NEVER ? REMAT_TRACE_END : v->last;
-        /* Storage NONE before grad: a sharded rank's gradient partition and
-         * gathered params belong to no tensor (remat/exec.h, "Sharded data
-         * parallel"), so they are named by their category, as ledger state. */
         if (v->workspace)
             iv->why = REMAT_TRACE_WHY_WORKSPACE;
-        else if (v->storage == REMAT_NONE)
-            iv->why = REMAT_TRACE_WHY_LEDGER;
+        else if (v->storage == REMAT_NONE && (v->grad || v->category == REMAT_CAT_GATHERED_PARAMS ||
+                                              v->category == REMAT_CAT_PARAMS))
+            iv->why = REMAT_TRACE_WHY_SHARDING; /* a gathered unit, a gradient partition, a flat group's padding */
         else if (v->grad)
             iv->why = REMAT_TRACE_WHY_GRADIENT;
+        else if (v->storage == REMAT_NONE)
+            iv->why = REMAT_TRACE_WHY_LEDGER;
         else if (g->tensors[v->storage].kind != REMAT_TENSOR_ACTIVATION)
             iv->why = REMAT_TRACE_WHY_LEAF;
         else

@@ -66,6 +66,16 @@ const char *remat_trace_why_live(const remat_trace *t, size_t i, size_t s, char 
                      step_str(t, iv->alloc, a, sizeof a), step_str(t, iv->free, b2, sizeof b2), iv->free);
         return buf;
     }
+    case REMAT_TRACE_WHY_SHARDING:
+        if (iv->category == REMAT_CAT_GATHERED_PARAMS)
+            snprintf(buf, cap, "a unit gathered by %s (step %zu), until its RELEASE", step_str(t, iv->alloc, a, sizeof a),
+                     iv->alloc);
+        else if (iv->grad)
+            snprintf(buf, cap, "the rank's gradient partition, from %s (step %zu) to the optimizer step",
+                     step_str(t, iv->alloc, a, sizeof a), iv->alloc);
+        else
+            snprintf(buf, cap, "the padding of ZeRO's flat group, held throughout");
+        return buf;
     case REMAT_TRACE_WHY_PRODUCED:
     case REMAT_TRACE_WHY_RECOMPUTED:
     default: break;
@@ -118,7 +128,8 @@ const char *remat_trace_why_live(const remat_trace *t, size_t i, size_t s, char 
 
 static int is_resident(const remat_trace_interval *iv)
 {
-    return iv->why == REMAT_TRACE_WHY_LEAF || iv->why == REMAT_TRACE_WHY_LEDGER;
+    return iv->why == REMAT_TRACE_WHY_LEAF || iv->why == REMAT_TRACE_WHY_LEDGER ||
+           (iv->why == REMAT_TRACE_WHY_SHARDING && iv->category == REMAT_CAT_PARAMS);
 }
 
 size_t remat_trace_top_at(const remat_trace *t, size_t s, remat_trace_top_filter filter, size_t *idx, size_t cap,

@@ -150,6 +150,9 @@ void remat__trace_interval_id(remat_buf *b, const remat_trace *t, size_t i, int 
         put_name(b, "ledger:", remat_category_name((remat_category)iv->category), json);
         return;
     case REMAT_TRACE_WHY_WORKSPACE: put_name(b, "workspace", "", json); return;
+    case REMAT_TRACE_WHY_SHARDING:
+        put_name(b, "sharding:", remat_category_name((remat_category)iv->category), json);
+        return;
     case REMAT_TRACE_WHY_TRANSIENT: put_name(b, "transient", "", json); return;
     default: break;
     }
