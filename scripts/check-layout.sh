@@ -33,8 +33,9 @@ may() {
     plan) echo "util load analyze exec alloc time" ;;
     import) echo "util load analyze" ;;
     train) echo "util load analyze ledger exec" ;;
-    report) echo "util load analyze ledger gen exec alloc time plan import train" ;;
-    cli) echo "util load analyze ledger gen exec alloc time plan import train report" ;;
+    dist) echo "util load analyze exec alloc time plan" ;;
+    report) echo "util load analyze ledger gen exec alloc time plan import train dist" ;;
+    cli) echo "util load analyze ledger gen exec alloc time plan import train dist report" ;;
     *) echo "?" ;;
     esac
 }

@@ -25,7 +25,9 @@ static const remat_command commands[] = {
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
      "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time]] "
-     "[-o PLAN] [--json]",
+     "[-o PLAN] [--json] "
+     "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
+     "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time]] [--json] "
@@ -33,7 +35,9 @@ static const remat_command commands[] = {
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
-    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE]",
+    {"replay", cmd_replay,
+     "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
+     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
      "device)"},
     {"ledger", cmd_ledger,

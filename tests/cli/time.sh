@@ -46,3 +46,6 @@ expect time_bad_duration 3 'ops[0].attrs.duration_ns (op' -- "$REMAT" replay "$T
 expect time_compare 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 1000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
 expect time_compare_step 0 '"step_time_s": 5.1008e-05' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
 expect time_compare_objective 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 4000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --objective time --json
+# A pipeline is timed in its own FLOP units for now: --device beside --pp is refused, not ignored.
+expect time_pp_refused 2 '--device with --pp' -- "$REMAT" replay graphs/transformer4.json --pp 2 --device h200
+expect time_pp_plan_refused 2 '--device with --pp' -- "$REMAT" plan graphs/transformer4.json --pp 2 --budget 16MiB --device h200
