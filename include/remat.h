@@ -23,6 +23,7 @@
 #include "remat/gen.h"
 #include "remat/schedule.h"
 #include "remat/exec.h"
+#include "remat/time.h"
 #include "remat/alloc.h"
 #include "remat/state.h"
 #include "remat/train.h"

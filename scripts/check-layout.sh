@@ -28,13 +28,14 @@ may() {
     ledger) echo "util load" ;;
     gen) echo "util" ;;
     exec) echo "util load analyze" ;;
+    time) echo "util load analyze exec" ;;
     alloc) echo "util load analyze exec" ;;
-    plan) echo "util load analyze exec alloc" ;;
+    plan) echo "util load analyze exec alloc time" ;;
     import) echo "util load analyze" ;;
     train) echo "util load analyze ledger exec" ;;
-    dist) echo "util load analyze exec alloc plan" ;;
-    report) echo "util load analyze ledger gen exec alloc plan import train dist" ;;
-    cli) echo "util load analyze ledger gen exec alloc plan import train dist report" ;;
+    dist) echo "util load analyze exec alloc time plan" ;;
+    report) echo "util load analyze ledger gen exec alloc time plan import train dist" ;;
+    cli) echo "util load analyze ledger gen exec alloc time plan import train dist report" ;;
     *) echo "?" ;;
     esac
 }

@@ -220,6 +220,8 @@ def export(args):
     if not args.no_workspace:
         measure_workspace(rec, graph)
     t_ws = time.perf_counter() - t_ws
+    if args.measure_durations:
+        measure_durations(rec, graph, model, x, loss_kind, args.seed, args.measure_durations)
     for w in rec.warnings:
         print(w, file=sys.stderr)
     # Timings go to stderr, not into the graph: the same command must give
@@ -229,6 +231,29 @@ def export(args):
           (graph["name"], len(graph["ops"]), len(rec.ops), len(graph["inputs"]), len(graph["params"]), t_build,
            t_trace, t_ws), file=sys.stderr)
     return graph
+
+
+def measure_durations(rec, graph, model, x, loss_kind, seed, repeats):
+    """attrs.duration_ns and attrs.bwd_duration_ns of every op made by a dispatch call (graphs/README.md,
+    "Measured durations"; how: scripts/torch_durations.py). Ops the recorder made itself (a regenerated view,
+    a scatter) get none: the time model prices them by its roofline."""
+    from torch_durations import measure
+    fwd, bwd = measure(model, x, loss_kind, seed, (pick_output, loss_of, make_target), repeats)
+    if len(fwd) != rec.calls:
+        rec.warn("export_torch: warning: the timed steps made %d dispatch calls, the recorded one %d: durations "
+                 "left out (the model's calls vary between runs)" % (len(fwd), rec.calls))
+        return
+    by_id = {op.oid: op for op in rec.ops}
+    for d in graph["ops"]:
+        op = by_id.get(d["id"])
+        if op is None or op.call is None or op.synthetic:
+            continue
+        attrs = d.setdefault("attrs", {})
+        attrs["duration_ns"] = fwd[op.call]
+        if op.call in bwd:
+            attrs["bwd_duration_ns"] = bwd[op.call]
+    graph["meta"]["durations"] = ("measured on this machine's CPU at %d thread(s): the median of %d timed steps "
+                                  "after a warm-up (scripts/torch_durations.py)" % (torch.get_num_threads(), repeats))
 
 
 def measure_workspace(rec, graph):
@@ -455,6 +480,10 @@ def main(argv=None):
     ap.add_argument("--name", help="the graph's name (default: the factory's name)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-rng-replay", action="store_true", help="mark random ops not recomputable")
+    ap.add_argument("--measure-durations", type=int, nargs="?", const=5, default=0, metavar="STEPS",
+                    help="record each op's measured forward and backward time (attrs.duration_ns, "
+                    "attrs.bwd_duration_ns): the median over STEPS timed steps (default 5) after a warm-up; "
+                    "the file then differs from run to run")
     ap.add_argument("-o", "--output", default="-")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)

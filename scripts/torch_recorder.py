@@ -170,7 +170,7 @@ class Tensor:
 
 class Op:
     __slots__ = ("index", "oid", "name", "inputs", "outputs", "flops", "saves", "node", "module", "recomputable",
-                 "pending", "args", "objs", "workspace", "bwd_workspace", "synthetic")
+                 "pending", "args", "objs", "workspace", "bwd_workspace", "synthetic", "call")
 
     def __init__(self, index, oid, name):
         self.index, self.oid, self.name = index, oid, name
@@ -180,6 +180,7 @@ class Op:
         self.objs = []          # the Python outputs (a custom Function sets their grad_fn late)
         self.workspace = self.bwd_workspace = 0
         self.synthetic = False  # made by the recorder (a regenerated view, a scatter, a constant)
+        self.call = None        # which dispatch call of the recorded step made it (torch_durations.py matches on it)
 
 
 class Recorder(TorchDispatchMode):
@@ -206,6 +207,7 @@ class Recorder(TorchDispatchMode):
         self.writes = {}        # storage pointer -> [(offset, shape, stride, itemsize)] in write order
         self.warnings = []
         self.last = None        # the last dispatched op (a scatter op may follow it in self.ops)
+        self.calls = 0          # dispatch calls so far, every one counted (recorded or not)
 
     def warn(self, msg):
         if msg not in self.warnings:
@@ -344,6 +346,8 @@ class Recorder(TorchDispatchMode):
             # so no gradient flows through it (dropout's mask is made so).
             in_tensors = []
         in_tids = [self.resolve_or_const(a) for a in in_tensors]
+        call = self.calls
+        self.calls += 1
         out = func(*args, **kwargs)
         flat_out, _ = tree_flatten(out)
         outs = [o for o in flat_out if isinstance(o, torch.Tensor)]
@@ -395,6 +399,7 @@ class Recorder(TorchDispatchMode):
             op.outputs.append(tid)
             self.bind(o, tid)
         op.flops = flops_of(name, list(args), outs)
+        op.call = call
         op.args = (name, list(args))
         op.pending = outs
         op.objs = outs

@@ -95,6 +95,8 @@ static char *own_writer(remat_report_doc doc, const remat_report_input *in, rema
                                      : remat_report_alloc(in->a, in->s, in->alloc_trace, in->policies, in->n_policies,
                                                           in->static_plan, json, len, err);
     case REMAT_DOC_AUDIT: return remat_trace_audit(in->trace, in->trace_options, f, len, err);
+    case REMAT_DOC_STEP_TIME:
+        return remat_report_step_time(in->a, in->s, in->timeline, in->device, in->op_times, f, len, err);
     case REMAT_DOC_TRACE:
         return f == REMAT_REPORT_JSON     ? remat_trace_json(in->trace, in->trace_options, len, err)
                : f == REMAT_REPORT_CHROME ? remat_trace_chrome(in->trace, in->trace_options, len, err)
@@ -138,7 +140,13 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     remat_static_result sp;
     ck_assert_int_eq(remat_alloc_static_plan(&at, &so, &sp, &err), REMAT_OK);
     const remat_alloc_result *policies[] = {&pr, NULL};
-    remat_report_input in = {.a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
+    remat_device dev;
+    ck_assert_int_eq(remat_device_preset("h200", &dev, &err), REMAT_OK);
+    remat_op_times times;
+    ck_assert_int_eq(remat_op_times_init(a, &dev, &times, &err), REMAT_OK);
+    remat_timeline tl;
+    ck_assert_int_eq(remat_timeline_run(a, &s, NULL, &dev, &times, &tl, &err), REMAT_OK);
+    remat_report_input in = {.timeline = &tl, .device = &dev, .op_times = &times, .a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
                              .ledger = &lr, .alloc_trace = &at, .policies = policies, .n_policies = 2,
                              .static_plan = &sp, .offsets = sp.offsets, .extent = sp.arena_bytes, .title = "t",
                              .trace = t};
@@ -174,7 +182,7 @@ START_TEST(report_write_should_be_every_documents_own_writer)
             remat_free(y);
         }
     }
-    ck_assert_int_eq(written, 6 * 2 + 3 + 4); /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace */
+    ck_assert_int_eq(written, 7 * 2 + 3 + 4); /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace */
     /* A field a document needs, left out, is named; nothing is dereferenced. */
     remat_report_input partial = {.a = a, .s = &s};
     remat_err_init(&err);
@@ -183,6 +191,10 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     remat_err_init(&err);
     ck_assert_ptr_null(remat_report_write(REMAT_DOC_TRACE, &partial, REMAT_REPORT_CSV, NULL, &err));
     ck_assert_msg_contains(&err, "the trace document needs in->trace");
+    remat_report_input no_tl = {.a = a, .s = &s};
+    remat_err_init(&err);
+    ck_assert_ptr_null(remat_report_write(REMAT_DOC_STEP_TIME, &no_tl, REMAT_REPORT_TEXT, NULL, &err));
+    ck_assert_msg_contains(&err, "the step-time document needs in->timeline");
     remat_err_init(&err);
     ck_assert_ptr_null(remat_report_write(REMAT_DOC_COUNT, &partial, REMAT_REPORT_TEXT, NULL, &err));
     ck_assert_int_eq(err.code, REMAT_EINVAL);
@@ -190,6 +202,8 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     remat_alloc_result_destroy(&pr);
     remat_alloc_trace_destroy(&at);
     remat_sweep_destroy(&sw);
+    remat_timeline_destroy(&tl);
+    remat_op_times_destroy(&times);
     remat_trace_destroy(t);
     remat_replay_result_destroy(&r);
     remat_schedule_destroy(&s);

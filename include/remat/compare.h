@@ -39,6 +39,12 @@ typedef struct remat_compare_row {
      * budget (remat/plan.h), when the row has one. */
     int has_bound;
     uint64_t lower_bound;
+    /* With o->device (remat/time.h): the plan's predicted step time and its
+     * recomputations' share, from the two-stream timeline of its schedule
+     * (its collectives inserted under a sharding). Under the time objective
+     * auto's bound is in picoseconds, so no row has one. */
+    int has_time;
+    double step_time, recompute_time;
 } remat_compare_row;
 
 /* Runs every strategy (and, for sqrtn and chen-greedy, the linearized

@@ -33,6 +33,7 @@
 
 #include "remat/exec.h"
 #include "remat/alloc.h"
+#include "remat/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -90,6 +91,15 @@ typedef enum { REMAT_BUDGET_MODE_LOGICAL, REMAT_BUDGET_MODE_ARENA } remat_budget
  * variations, or the PAPER's alone, as Checkmate implements it. */
 typedef enum { REMAT_CHEN_REMAT, REMAT_CHEN_PAPER } remat_chen_reading;
 
+/* What every strategy minimises among the plans that fit: the extra FLOPs
+ * of its recomputations (FLOPS, the default), or their predicted time on a
+ * device (TIME: each op's recomputation costs its remat/time.h duration,
+ * roofline or measured, instead of its FLOPs; memory-bound ops are cheap in
+ * FLOPs but not in time). The strategies are unchanged: they plan a copy of
+ * the graph whose op costs are those durations in picoseconds, and the plan
+ * is replayed on the real graph (so the replay's FLOPs are real FLOPs). */
+typedef enum { REMAT_OBJECTIVE_FLOPS, REMAT_OBJECTIVE_TIME } remat_objective;
+
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
     remat_budget_kind budget_kind; /* NONE: the strategy's unconstrained choice */
@@ -113,6 +123,8 @@ typedef struct remat_plan_options {
      * Called a few dozen times per plan at most, from the planning thread. */
     void (*progress)(void *ctx, const char *what, size_t done, size_t total);
     void *progress_ctx;
+    remat_objective objective;     /* FLOPS (default) or TIME */
+    const remat_device *device;    /* TIME: the device whose durations are minimised (borrowed) */
 } remat_plan_options;
 
 void remat_plan_options_init(remat_plan_options *o);

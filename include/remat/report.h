@@ -19,6 +19,7 @@
 
 #include "remat/analyze.h"
 #include "remat/exec.h"
+#include "remat/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,20 @@ char *remat_report_lifetimes(const remat_analysis *a, remat_report_format fmt, s
 char *remat_report_replay(const remat_analysis *a, const remat_schedule *s, const remat_replay_result *r,
                           const remat_err *why, remat_report_format fmt, size_t *len, remat_err *err);
 
+/* The step-time summary of timeline tl of schedule s on device d (op times
+ * t): text lines ("step time ... = compute ... + exposed communication
+ * ...", the compute split, communication, the critical path), or one JSON
+ * object {"device", "measured_ops", "step_time_s", "compute_s",
+ * "forward_s", "recompute_s", "backward_s", "optimizer_s", "comm_s",
+ * "exposed_comm_s", "hidden_comm_s", "critical_path": {"instructions",
+ * "compute_s", "comm_s", "steps": [...]}} in seconds. O(instructions on the
+ * critical path). NULL on ENOMEM. */
+char *remat_report_step_time(const remat_analysis *a, const remat_schedule *s, const remat_timeline *tl,
+                             const remat_device *d, const remat_op_times *t, remat_report_format fmt, size_t *len,
+                             remat_err *err);
+
+/* A duration with a unit chosen for it ("12.345 us", "0 s"), into buf. */
+const char *remat_format_seconds(double s, char *buf, size_t cap);
 
 /* ---- Every report behind one call ------------------------------------------
  *
@@ -75,6 +90,7 @@ typedef enum {
                           * remat_report_alloc_svg: a, s, alloc_trace, offsets, extent, title, max_rects */
     REMAT_DOC_AUDIT,     /* remat_trace_audit: trace, trace_options */
     REMAT_DOC_TRACE,     /* remat_trace_write: trace, trace_options */
+    REMAT_DOC_STEP_TIME, /* remat_report_step_time: a, s, timeline, device, op_times */
     REMAT_DOC_COUNT
 } remat_report_doc;
 
@@ -114,6 +130,9 @@ typedef struct remat_report_input {
     size_t max_rects;
     const struct remat_trace *trace;
     const struct remat_trace_options *trace_options; /* NULL: defaults */
+    const struct remat_timeline *timeline;    /* step time (remat/time.h) */
+    const struct remat_device *device;
+    const struct remat_op_times *op_times;
 } remat_report_input;
 
 /* Document doc of in, in format fmt, as that document's own writer makes

@@ -217,6 +217,13 @@ typedef struct remat_trace_options {
     uint64_t flops_per_us;         /* with flops_time: FLOPs per microsecond; 0 = automatic */
     uint32_t top;                  /* tensors named at the peak (audit, JSON, SVG label); 0 = 5 */
     uint32_t width, height;        /* SVG size in pixels; 0 = 1200 x 640 */
+    /* Chrome: a time axis from a timeline of the trace's schedule
+     * (remat/time.h; tl->n must equal the trace's steps): each step at its
+     * start and duration on its stream, one thread per stream ("compute
+     * stream", "communication stream", "no time" for FREE and RELEASE), and
+     * the memory and tensor tracks at the start times in schedule order.
+     * NULL: one unit per step, or FLOP time. Borrowed. */
+    const struct remat_timeline *timeline;
 } remat_trace_options;
 
 void remat_trace_options_init(remat_trace_options *o);

@@ -123,8 +123,10 @@ int cmd_audit(int argc, char **argv);
  * too (it may hold the sharding the trace was built with). */
 struct remat_trace;
 struct remat_cli_ledger;
+/* x (may be NULL) gets the extras the trace was built with (the step
+ * time's timeline needs the same ones). */
 int remat_cli_trace_open(const char *graph, const char *plan_path, struct remat_cli_ledger *L, remat_graph **g,
-                         remat_analysis **a, remat_plan *plan, struct remat_trace **t);
+                         remat_analysis **a, remat_plan *plan, struct remat_trace **t, remat_exec_extras *x);
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);

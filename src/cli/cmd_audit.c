@@ -66,7 +66,7 @@ int cmd_audit(int argc, char **argv)
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &L, &g, &a, &plan, &t);
+    int rc = remat_cli_trace_open(argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL, &L, &g, &a, &plan, &t, NULL);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
         remat_cli_ledger_destroy(&L);

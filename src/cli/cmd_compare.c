@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "ledger_opts.h"
+#include "time_opts.h"
 #include "remat/compare.h"
 
 #include <getopt.h>
@@ -31,6 +32,7 @@ int cmd_compare(int argc, char **argv)
         {"svg", required_argument, NULL, OPT_SVG},
         {"time-limit", required_argument, NULL, OPT_TIME},
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -47,9 +49,15 @@ int cmd_compare(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     while ((c = getopt_long(argc, argv, "b:n:jo:h", opts, NULL)) != -1) {
         int lrc = remat_cli_ledger_option("compare", c, optarg, &L);
         if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
+        if ((lrc = remat_cli_time_option("compare", c, optarg, 1, &T)) > 0)
             return lrc;
         if (lrc == 0)
             continue;
@@ -85,6 +93,9 @@ int cmd_compare(int argc, char **argv)
     }
     if (optind != argc - 1)
         return remat_cli_usage_error("compare", "expected exactly one GRAPH");
+    int trc = remat_cli_time_load("compare", &T, &o);
+    if (trc != REMAT_EXIT_OK)
+        return trc;
     /* A side-by-side table should come back in about a second: exact (and
      * auto's run of it) gets 1 s here unless --time-limit says otherwise;
      * `remat plan --strategy exact` keeps its 10 s default. A sweep runs

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "ledger_opts.h"
+#include "time_opts.h"
 #include "remat/plan.h"
 #include "remat/alloc.h"
 
@@ -288,6 +289,7 @@ int cmd_plan(int argc, char **argv)
 {
     static const struct option tail[] = {
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         REMAT_CLI_PP_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
@@ -306,6 +308,8 @@ int cmd_plan(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
     while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
@@ -316,6 +320,10 @@ int cmd_plan(int argc, char **argv)
             continue;
         rc = remat_cli_ledger_option("plan", c, optarg, &L);
         if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        if ((rc = remat_cli_time_option("plan", c, optarg, 1, &T)) > 0)
             return rc;
         if (rc == 0)
             continue;
@@ -357,8 +365,13 @@ int cmd_plan(int argc, char **argv)
     if ((rc0 = remat_cli_plan_check("plan", &o)) != REMAT_EXIT_OK ||
         (rc0 = remat_cli_pp_check("plan", &pp)) != REMAT_EXIT_OK)
         return rc0;
+    if ((rc0 = remat_cli_time_load("plan", &T, &o)) != REMAT_EXIT_OK)
+        return rc0;
     if (pp.set && out)
         return remat_cli_usage_error("plan", "-o with --pp: a pipeline's per-stage plans have no file format yet");
+    if (pp.set && T.device_arg)
+        return remat_cli_usage_error("plan", "--device with --pp: the pipeline's step is timed in FLOP units for now "
+                                             "(the device's op times do not reach its stages yet)");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -434,7 +447,10 @@ int cmd_plan(int argc, char **argv)
         if (rc == REMAT_EXIT_OK) {
             remat_report_input in = {.a = a, .s = &plan.schedule, .r = &r};
             text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &err);
-            if (!text) {
+            if (text && (rc = remat_cli_time_append(&T, a, &plan.schedule, &o.extras, json, &text, &len)) !=
+                            REMAT_EXIT_OK) {
+                /* the error is printed */
+            } else if (!text) {
                 rc = remat_cli_fail(&err);
             } else if (json) {
                 /* Wrap the replay summary with the plan's identity. */

@@ -14,6 +14,7 @@
  */
 #include "cli.h"
 #include "ledger_opts.h"
+#include "time_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -90,6 +91,7 @@ int cmd_replay(int argc, char **argv)
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         REMAT_CLI_PP_LONG_OPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -102,6 +104,8 @@ int cmd_replay(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
@@ -112,6 +116,10 @@ int cmd_replay(int argc, char **argv)
             continue;
         lrc = remat_cli_ledger_option("replay", c, optarg, &L);
         if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
+        if ((lrc = remat_cli_time_option("replay", c, optarg, 0, &T)) > 0)
             return lrc;
         if (lrc == 0)
             continue;
@@ -129,6 +137,8 @@ int cmd_replay(int argc, char **argv)
     if (scale_arg && !numeric)
         return remat_cli_usage_error("replay", "--scale applies to --numeric only");
     int prc;
+    if ((prc = remat_cli_time_load("replay", &T, NULL)) != REMAT_EXIT_OK)
+        return prc;
     if (scale_arg && (prc = remat_cli_parse_count("replay", "--scale", scale_arg, 1, UINT64_MAX, &scale)) != REMAT_EXIT_OK)
         return prc;
     if (L.used && numeric)
@@ -138,6 +148,9 @@ int cmd_replay(int argc, char **argv)
     if (pp.set && (optind == argc - 2 || numeric || L.used || strcmp(out, "-") != 0))
         return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric, "
                                                "-o or ledger options with it");
+    if (pp.set && T.device_arg)
+        return remat_cli_usage_error("replay", "--device with --pp: the pipeline's step is timed in FLOP units for "
+                                               "now (the device's op times do not reach its stages yet)");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -196,7 +209,10 @@ int cmd_replay(int argc, char **argv)
         char *text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &rerr);
         if (text && numeric && nr.ran)
             text = with_numeric(text, &len, json, &nr, &err, &rerr);
-        rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
+        int trc = REMAT_EXIT_OK;
+        if (text && r->valid)
+            trc = remat_cli_time_append(&T, a, &plan.schedule, &extras, json, &text, &len);
+        rc = trc != REMAT_EXIT_OK ? trc : text ? remat_cli_write(out, text, len) : remat_cli_fail(&rerr);
         remat_free(text);
         if (rc == REMAT_EXIT_OK && !json && r->valid)
             remat_cli_ledger_print_sharding(stdout, &L, r);

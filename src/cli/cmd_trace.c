@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "ledger_opts.h"
 #include "remat/trace.h"
+#include "time_opts.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -62,7 +63,7 @@ static const char *format_label(int fmt)
 }
 
 int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_ledger *L, remat_graph **g,
-                         remat_analysis **a, remat_plan *plan, remat_trace **t)
+                         remat_analysis **a, remat_plan *plan, remat_trace **t, remat_exec_extras *xo)
 {
     *t = NULL;
     int rc = remat_cli_open_graph(graph, g, a);
@@ -96,6 +97,8 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_led
     }
     if (st == REMAT_OK)
         st = remat_trace_build(*a, &plan->schedule, &x, t, &err);
+    if (xo)
+        *xo = x;
     if (st != REMAT_OK) {
         rc = remat_cli_fail_in(plan_path ? plan_path : graph, &err);
         remat_analysis_destroy(*a);
@@ -121,11 +124,14 @@ int cmd_trace(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_TIME_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
     L.cmd = "trace";
+    remat_cli_time T;
+    remat_cli_time_init(&T);
     remat_trace_options o;
     remat_trace_options_init(&o);
     const char *out = NULL, *plan_path = NULL, *per_us = NULL;
@@ -137,6 +143,11 @@ int cmd_trace(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
         int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
         if (lrc >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
+        if ((lrc = remat_cli_time_option("trace", c, optarg, 0, &T)) >= 0) {
             if (lrc != REMAT_EXIT_OK)
                 return lrc;
             continue;
@@ -208,17 +219,38 @@ int cmd_trace(int argc, char **argv)
         return remat_cli_usage_error("trace", "--flops-time applies to the Chrome trace only");
     if ((o.width || o.height) && fmt != FMT_SVG)
         return remat_cli_usage_error("trace", "--width and --height apply to the SVG only");
+    if (T.device_arg && fmt != FMT_CHROME)
+        return remat_cli_usage_error("trace", "--device applies to the Chrome trace only (its time axis)");
+    if (T.device_arg && o.flops_time)
+        return remat_cli_usage_error("trace", "give one of --device and --flops-time, not both");
+    if ((rc0 = remat_cli_time_load("trace", &T, NULL)) != REMAT_EXIT_OK)
+        return rc0;
 
     remat_graph *g;
     remat_analysis *a;
     remat_plan plan;
     remat_plan_init(&plan);
     remat_trace *t;
-    int rc = remat_cli_trace_open(argv[optind], plan_path, &L, &g, &a, &plan, &t);
+    remat_exec_extras x;
+    memset(&x, 0, sizeof x);
+    int rc = remat_cli_trace_open(argv[optind], plan_path, &L, &g, &a, &plan, &t, &x);
     if (rc != REMAT_EXIT_OK) {
         remat_plan_destroy(&plan);
         remat_cli_ledger_destroy(&L);
         return rc;
+    }
+    /* A time axis: the timeline of the schedule the trace replayed. */
+    remat_op_times times;
+    remat_timeline tl;
+    memset(&times, 0, sizeof times);
+    memset(&tl, 0, sizeof tl);
+    if (T.have_device) {
+        remat_status tst = remat_op_times_init(a, &T.dev, &times, &err);
+        if (tst == REMAT_OK)
+            tst = remat_timeline_run(a, &plan.schedule, &x, &T.dev, &times, &tl, &err);
+        if (tst != REMAT_OK)
+            rc = remat_cli_fail_in(argv[optind], &err);
+        o.timeline = &tl;
     }
     o.label = plan.strategy;
     if (!budget_given && plan.budget_kind != REMAT_BUDGET_NONE) {
@@ -232,9 +264,13 @@ int cmd_trace(int argc, char **argv)
     remat_report_format rf = REMAT_REPORT_JSON;
     remat_report_format_parse(remat_trace_formats(&n_fmt)[fmt].name, &rf);
     remat_report_input in = {.trace = t, .trace_options = &o};
-    text = remat_report_write(REMAT_DOC_TRACE, &in, rf, &len, &err);
-    rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
+    if (rc == REMAT_EXIT_OK) {
+        text = remat_report_write(REMAT_DOC_TRACE, &in, rf, &len, &err);
+        rc = text ? remat_cli_write(out ? out : "-", text, len) : remat_cli_fail(&err);
+    }
     remat_free(text);
+    remat_timeline_destroy(&tl);
+    remat_op_times_destroy(&times);
     remat_trace_destroy(t);
     remat_plan_destroy(&plan);
     remat_cli_ledger_destroy(&L);

@@ -24,19 +24,22 @@ static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json] "
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time]] "
+     "[-o PLAN] [--json] "
      "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
      "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
-     "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
+     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time]] [--json] "
+     "[--time-limit S] | GRAPH --sweep N [--svg FILE] "
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
     {"replay", cmd_replay,
-     "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE] | GRAPH --pp P [--microbatches M] "
-     "[--pp-schedule S] [--pp-stages A:B,...] [--json]",
-     "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
+     "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
+     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--json]",
+     "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
+     "device)"},
     {"ledger", cmd_ledger,
      "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "
      "[--optimizer NAME] [--frozen-copies K] [--zero S --dp N] [--bucket B | --bucket-elements N] [--prefetch K] "
@@ -46,8 +49,8 @@ static const remat_command commands[] = {
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
-     "[--flops-time [--flops-per-us N]] [--top N] [--width W] [--height H] [ledger options, --dp N --zero K, "
-     "--deepspeed-config FILE] -o FILE",
+     "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
+     "--dp N --zero K, --deepspeed-config FILE] -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit,
      "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",

@@ -155,8 +155,56 @@ static void end_loader(loader *L, int keep)
     L->g = NULL;
 }
 
+/* Measured durations (graphs/README.md, "Measured durations"): when an op's
+ * attrs give duration_ns or bwd_duration_ns, each is a finite number of
+ * nanoseconds, at least 0. The attrs are free-form, so this is the one
+ * place the loader looks inside them; ops whose attrs never mention a
+ * duration are not parsed again. */
+static remat_status check_durations(const remat_graph *g, const char *source, remat_err *err)
+{
+    static const char *const keys[] = {"duration_ns", "bwd_duration_ns"};
+    for (uint32_t k = 0; k < g->n_ops; k++) {
+        if (!g->ops[k].attrs_json || !strstr(g->ops[k].attrs_json, "duration_ns"))
+            continue;
+        for (int i = 0; i < 2; i++) {
+            double v = 0;
+            bool found = false;
+            remat_err local;
+            remat_err_init(&local);
+            remat_status st = remat_op_attr_number(g, k, keys[i], &v, &found, &local);
+            if (st == REMAT_OK && found && v < 0)
+                st = remat_err_set(&local, REMAT_EGRAPH, "ops[%u].attrs.%s (op '%.80s'): must not be negative", k,
+                                   keys[i], g->ops[k].id);
+            if (st == REMAT_ENOMEM)
+                return remat_err_set(err, st, "%s", local.msg);
+            if (st != REMAT_OK) {
+                char path[64];
+                snprintf(path, sizeof path, "ops[%u].attrs.%s", k, keys[i]);
+                remat_err_loc loc;
+                remat_err_loc_make(&loc, source, path, 0, 0, g->ops[k].id);
+                return remat_err_set_at(err, st, &loc, "%s: %s (nanoseconds)", source, local.msg);
+            }
+        }
+    }
+    return REMAT_OK;
+}
+
+static remat_status load_mode(const char *text, size_t len, const char *source, remat_graph **out, remat_err *err,
+                              remat_load_mode mode);
+
 remat_status remat__graph_load_json_mode(const char *text, size_t len, const char *source, remat_graph **out,
                                          remat_err *err, remat_load_mode mode)
+{
+    remat_status st = load_mode(text, len, source, out, err, mode);
+    if (st == REMAT_OK && (st = check_durations(*out, source ? source : "<graph>", err)) != REMAT_OK) {
+        remat_graph_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static remat_status load_mode(const char *text, size_t len, const char *source, remat_graph **out, remat_err *err,
+                              remat_load_mode mode)
 {
     *out = NULL;
     if (!source)

@@ -92,6 +92,12 @@ REMAT__STRATEGIES(REMAT__DECLARE)
 #undef REMAT__DECLARE
 /* The strategy function of a name, NULL if unknown. */
 remat_strategy_fn remat__strategy_lookup(const char *name);
+
+/* remat_plan_make for REMAT_OBJECTIVE_TIME (objective.c): plans a copy of
+ * the graph whose op costs are their durations on o->device, then replays
+ * the plan on a. Same contract as remat_plan_make. */
+remat_status remat__plan_make_for_time(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
+                                       remat_replay_result *r, remat_err *err);
 /* The table's entries with REMAT_STRATEGY_AUTO (warm = 0) or
  * REMAT_STRATEGY_WARM_START (warm = 1), in auto_rank or warm_rank order;
  * returns how many went to out (at most cap). */

@@ -100,6 +100,32 @@ static remat_status alloc_figures(const remat_analysis *a, const remat_plan_opti
     return st;
 }
 
+/* The row's predicted step time on o->device: the timeline of the plan's
+ * schedule, with the sharding's collectives inserted when there is one. */
+static remat_status step_time(const remat_analysis *a, const remat_plan_options *o, const remat_schedule *s,
+                              remat_compare_row *row, remat_err *err)
+{
+    remat_schedule full;
+    remat_schedule_init(&full);
+    const remat_sharding *sh = o->extras.sharding;
+    remat_status st = sh && !remat_schedule_has_collectives(s) ? remat_schedule_shard(sh, s, &full, err) : REMAT_OK;
+    const remat_schedule *run = sh && !remat_schedule_has_collectives(s) ? &full : s;
+    remat_op_times t;
+    memset(&t, 0, sizeof t);
+    if (st == REMAT_OK)
+        st = remat_op_times_init(a, o->device, &t, err);
+    remat_timeline tl;
+    if (st == REMAT_OK && (st = remat_timeline_run(a, run, &o->extras, o->device, &t, &tl, err)) == REMAT_OK) {
+        row->has_time = 1;
+        row->step_time = tl.step_time;
+        row->recompute_time = tl.recompute_time;
+        remat_timeline_destroy(&tl);
+    }
+    remat_op_times_destroy(&t);
+    remat_schedule_destroy(&full);
+    return st;
+}
+
 static remat_status run_one(const remat_analysis *a, const remat_plan_options *o, column col, int with_alloc,
                             remat_compare_row *row, remat_err *err)
 {
@@ -129,12 +155,17 @@ static remat_status run_one(const remat_analysis *a, const remat_plan_options *o
         double base = (double)r.flops_forward + (double)r.flops_backward;
         row->overhead = base > 0 ? (double)r.flops_recompute / base : 0;
         const char *lb = plan.params_json ? strstr(plan.params_json, "\"lower_bound\": ") : NULL;
-        if (st == REMAT_OK && lb && lb[15] >= '0' && lb[15] <= '9') {
+        if (st == REMAT_OK && lb && lb[15] >= '0' && lb[15] <= '9' && o->objective == REMAT_OBJECTIVE_FLOPS) {
             row->has_bound = 1;
             row->lower_bound = strtoull(lb + 15, NULL, 10);
         }
         remat_err aerr;
         remat_err_init(&aerr);
+        if (o->device && step_time(a, o, &plan.schedule, row, &aerr) != REMAT_OK) {
+            remat_replay_result_destroy(&r);
+            remat_plan_destroy(&plan);
+            return remat_err_set(err, aerr.code, "%s", aerr.msg);
+        }
         if (with_alloc && alloc_figures(a, &sub, &plan, row, &aerr) != REMAT_OK) {
             /* The plan replayed once already: only ENOMEM can stop this. */
             remat_replay_result_destroy(&r);
@@ -271,6 +302,9 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
                                  (unsigned long long)r->extra_flops, r->overhead,
                                  (unsigned long long)r->best_fit_high_water, (unsigned long long)r->fragmentation,
                                  (unsigned long long)r->arena_bytes);
+            if (r->has_time)
+                remat_buf_printf(&b, ", \"step_time_s\": %.9g, \"recompute_time_s\": %.9g", r->step_time,
+                                 r->recompute_time);
             if (r->has_bound)
                 remat_buf_printf(&b, ", \"lower_bound\": %llu, \"gap_flops\": %llu",
                                  (unsigned long long)r->lower_bound,
@@ -286,19 +320,24 @@ char *remat_report_compare(const remat_analysis *a, const remat_plan_options *o,
         char bb[64];
         remat_buf_printf(&b, "graph %s, %s budget %s\n", a->g->name, kind,
                          remat_format_bytes(o->budget, bb, sizeof bb));
-        remat_buf_printf(&b, "%-28s %-8s %22s %20s %10s %10s %20s %14s %14s\n", "strategy", "feasible",
+        remat_buf_printf(&b, "%-28s %-8s %22s %20s %10s %10s %20s %14s %14s%s\n", "strategy", "feasible",
                          o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak (B)" : "replayed peak (B)",
-                         "extra FLOPs", "overhead", "time (ms)", "best-fit HW (B)", "frag (B)", "arena (B)");
+                         "extra FLOPs", "overhead", "time (ms)", "best-fit HW (B)", "frag (B)", "arena (B)",
+                         o->device ? "  step time (us)  recompute (us)" : "");
         for (size_t i = 0; i < n; i++) {
             const remat_compare_row *r = &rows[i];
             char name[48];
             label(name, sizeof name, r->strategy, r->linearized, r->paper);
             if (r->replayed)
-                remat_buf_printf(&b, "%-28s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu\n", name,
+                remat_buf_printf(&b, "%-28s %-8s %22llu %20llu %9.2f%% %10.1f %20llu %14llu %14llu", name,
                                  status_word(r), (unsigned long long)r->metric, (unsigned long long)r->extra_flops,
                                  100.0 * r->overhead, 1000.0 * r->seconds, (unsigned long long)r->best_fit_high_water,
                                  (unsigned long long)r->fragmentation, (unsigned long long)r->arena_bytes);
-            else
+            if (r->replayed && r->has_time)
+                remat_buf_printf(&b, " %16.3f %15.3f", 1e6 * r->step_time, 1e6 * r->recompute_time);
+            if (r->replayed)
+                remat_buf_puts(&b, "\n");
+            if (!r->replayed)
                 remat_buf_printf(&b, "%-28s %-8s %s\n", name, status_word(r), r->message);
         }
         /* The certificate: no schedule that runs the steps in the graph's

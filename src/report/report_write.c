@@ -33,6 +33,8 @@ static const remat_report_doc_info infos[REMAT_DOC_COUNT] = {
     {"audit", F(TEXT) | F(JSON), REMAT_REPORT_TEXT, "what is live at the peak and why (remat audit)"},
     {"trace", F(JSON) | F(CHROME) | F(CSV) | F(SVG), REMAT_REPORT_JSON,
      "every step and interval: remat-trace JSON, Chrome trace, CSV, timeline SVG (remat trace)"},
+    {"step-time", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
+     "a schedule's predicted step time on a device: compute, communication, critical path (--device)"},
 };
 
 const remat_report_doc_info *remat_report_docs(size_t *n)
@@ -130,6 +132,11 @@ char *remat_report_write(remat_report_doc doc, const remat_report_input *in, rem
         return need(in->trace, doc, "trace", err) ? remat_trace_audit(in->trace, in->trace_options, fmt, len, err)
                                                   : NULL;
     case REMAT_DOC_TRACE: return need(in->trace, doc, "trace", err) ? trace_doc(in, fmt, len, err) : NULL;
+    case REMAT_DOC_STEP_TIME:
+        return need(in->a, doc, "a", err) && need(in->s, doc, "s", err) && need(in->timeline, doc, "timeline", err) &&
+                       need(in->device, doc, "device", err) && need(in->op_times, doc, "op_times", err)
+                   ? remat_report_step_time(in->a, in->s, in->timeline, in->device, in->op_times, fmt, len, err)
+                   : NULL;
     case REMAT_DOC_COUNT: break;
     }
     remat_err_set(err, REMAT_EINTERNAL, "remat_report_write: document %d has no writer", (int)doc);

@@ -15,21 +15,38 @@
  * lanes any packing could (as many as the most intervals live at once).
  *
  * Time is whole microseconds: one per step, or the FLOPs so far divided by
- * FLOPs per microsecond (see make_clock).
+ * FLOPs per microsecond (see make_clock); or, with a timeline
+ * (remat/time.h), whole nanoseconds of predicted device time, written as
+ * microseconds with three decimals. Steps then sit on one thread per
+ * stream, where they run; the memory and tensor tracks need a clock that
+ * never goes back, so they use each step's start in schedule order, the
+ * latest start so far (a collective issued early but run late does not
+ * move its neighbours' memory).
  */
 #include "trace_internal.h"
+#include "remat/time.h"
 
 #include <string.h>
 
 typedef struct {
     const remat_trace *t;
-    uint64_t *clock;  /* step -> start, in whole microseconds; clock[n] = the end */
+    uint64_t *clock;  /* step -> start, in whole microseconds (ns with a timeline); clock[n] = the end */
     uint64_t per_us;  /* FLOP time: FLOPs per microsecond (0 in step time) */
+    const remat_timeline *tl; /* device time: clock ticks are nanoseconds */
 } chrome;
 
-static void put_time(remat_buf *b, uint64_t us)
+static void put_tick(remat_buf *b, const chrome *C, uint64_t tick)
 {
-    remat__put_u64(b, us);
+    if (C->tl)
+        remat_buf_printf(b, "%llu.%03llu", (unsigned long long)(tick / 1000), (unsigned long long)(tick % 1000));
+    else
+        remat__put_u64(b, tick);
+}
+#define put_time(b, tick) put_tick((b), C, (tick))
+
+static uint64_t ns_of(double s)
+{
+    return remat__u64_from_double(s * 1e9 + 0.5);
 }
 
 /* Step time: step s starts at s us. FLOP time: at floor(FLOPs before s /
@@ -45,6 +62,19 @@ static remat_status make_clock(chrome *C, const remat_trace_options *o, remat_er
     if (!C->clock)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory writing the Chrome trace");
     C->per_us = 0;
+    if (C->tl) {
+        if (C->tl->n != n)
+            return remat_err_set(err, REMAT_EINVAL, "Chrome trace: the timeline has %zu steps, the trace %zu",
+                                 C->tl->n, n);
+        uint64_t now = 0;
+        for (size_t s = 0; s < n; s++) {
+            uint64_t st = ns_of(C->tl->start[s]);
+            C->clock[s] = now = st > now ? st : now;
+        }
+        uint64_t end = ns_of(C->tl->step_time);
+        C->clock[n] = end > now ? end : now;
+        return REMAT_OK;
+    }
     if (!o->flops_time) {
         for (size_t s = 0; s <= n; s++)
             C->clock[s] = s;
@@ -172,10 +202,19 @@ static void step_events(remat_buf *b, const chrome *C)
         remat_buf_puts(b, ", \"cat\": \"");
         remat_buf_puts(b, remat__trace_kind(t->steps[s].in));
         remat_buf_puts(b, "\", \"ph\": \"X\", \"ts\": ");
-        put_time(b, C->clock[s]);
-        remat_buf_puts(b, ", \"dur\": ");
-        put_time(b, C->clock[s + 1] - C->clock[s]);
-        remat_buf_puts(b, ", \"pid\": 1, \"tid\": 0, \"args\": {\"step\": ");
+        int tid = 0;
+        if (C->tl) {
+            uint64_t st = ns_of(C->tl->start[s]), en = ns_of(C->tl->end[s]);
+            put_time(b, st);
+            remat_buf_puts(b, ", \"dur\": ");
+            put_time(b, en > st ? en - st : 0);
+            tid = C->tl->stream[s];
+        } else {
+            put_time(b, C->clock[s]);
+            remat_buf_puts(b, ", \"dur\": ");
+            put_time(b, C->clock[s + 1] - C->clock[s]);
+        }
+        remat_buf_printf(b, ", \"pid\": 1, \"tid\": %d, \"args\": {\"step\": ", tid);
         remat__put_u64(b, s);
         remat_buf_puts(b, ", \"high_water\": ");
         remat__put_u64(b, t->steps[s].high_water);
@@ -275,7 +314,7 @@ static void interval_events(remat_buf *b, const chrome *C, const uint32_t *lane)
 char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *opts, size_t *len, remat_err *err)
 {
     remat_trace_options o = remat__trace_opts(opts);
-    chrome C = {t, NULL, 0};
+    chrome C = {t, NULL, 0, o.timeline};
     remat_status st = make_clock(&C, &o, err);
     if (st != REMAT_OK) {
         remat__free(C.clock);
@@ -297,8 +336,15 @@ char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *opts, 
     meta_process(&b, PID_MEMORY, "memory (bytes, high-water mark of each step)");
     meta_process(&b, PID_TENSORS, "tensors");
     meta_process(&b, PID_RESIDENT, "resident state");
-    remat_buf_printf(&b, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"instructions\"}},\n",
-                     PID_STEPS);
+    if (C.tl) {
+        static const char *const streams[] = {"compute stream", "communication stream", "no time (FREE, RELEASE)"};
+        for (int k = 0; k < 3; k++)
+            remat_buf_printf(&b, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}},\n",
+                             PID_STEPS, k, streams[k]);
+    } else {
+        remat_buf_printf(&b, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"instructions\"}},\n",
+                         PID_STEPS);
+    }
     meta_lanes(&b, PID_TENSORS, lanes, "lane");
     meta_lanes(&b, PID_RESIDENT, rlanes, "lane");
     step_events(&b, &C);
@@ -314,7 +360,10 @@ char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *opts, 
     remat_buf_json_str(&b, t->a->g->name);
     remat_buf_puts(&b, ", \"label\": ");
     remat_buf_json_str(&b, o.label ? o.label : "");
-    if (o.flops_time) {
+    if (C.tl) {
+        remat_buf_printf(&b, ", \"time_unit\": \"1 us = 1 us of predicted device time\", \"step_time_us\": \"%.3f\"",
+                         C.tl->step_time * 1e6);
+    } else if (o.flops_time) {
         remat_buf_printf(&b, ", \"time_unit\": \"1 us = %llu FLOPs\"", (unsigned long long)C.per_us);
     } else {
         remat_buf_puts(&b, ", \"time_unit\": \"1 us = 1 step\"");

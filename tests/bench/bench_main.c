@@ -367,6 +367,32 @@ static int bench_resnet50(const char *remat)
     return st != 0;
 }
 
+/* ----------------------------------------------------------- steptime */
+
+/* remat's predicted step time beside a measured one (scripts/
+ * bench_step_time.py): small models exported with per-op durations
+ * measured on this CPU, predicted by `remat replay --device`, then timed
+ * for real. A ratio, never a verdict on time. */
+static int bench_steptime(const char *remat)
+{
+    static const char py[] = "/usr/bin/python3";
+    if (access(py, X_OK) != 0) {
+        printf("skipped: %s not found (apt-get install python3 python3-torch)\n", py);
+        return 0;
+    }
+    char cmd[4096];
+    if ((size_t)snprintf(cmd, sizeof cmd, "%s scripts/bench_step_time.py '%s'", py, remat) >= sizeof cmd ||
+        strchr(remat, '\'') != NULL) {
+        fprintf(stderr, "bench steptime: remat path too long or quoted: %s\n", remat);
+        return 1;
+    }
+    fflush(stdout);
+    int st = system(cmd);
+    if (st != 0)
+        fprintf(stderr, "bench steptime: %s exited with status %d\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return st != 0;
+}
+
 /* --------------------------------------------------------------- main */
 
 typedef struct {
@@ -387,6 +413,9 @@ static const bench benches[] = {
     {"trace", "trace building and each writer on 10^5-op graphs (store-all)", bench_trace},
     {"resnet50", "ResNet-50: export and plan times; checkpointing every block (P, E) against auto at P",
      bench_resnet50},
+    {"steptime", "predicted step time (remat replay --device, per-op durations measured on this CPU) beside "
+                 "the measured one, small models",
+     bench_steptime},
     {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
               "every strategy at 0.6-0.9 of its peak and its budgets",
      bench_peers},
