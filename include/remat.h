@@ -30,5 +30,6 @@
 #include "remat/plan.h"
 #include "remat/trace.h"
 #include "remat/compare.h"
+#include "remat/pipeline.h"
 
 #endif

@@ -32,8 +32,9 @@ may() {
     plan) echo "util load analyze exec alloc" ;;
     import) echo "util load analyze" ;;
     train) echo "util load analyze ledger exec" ;;
-    report) echo "util load analyze ledger gen exec alloc plan import train" ;;
-    cli) echo "util load analyze ledger gen exec alloc plan import train report" ;;
+    dist) echo "util load analyze exec alloc plan" ;;
+    report) echo "util load analyze ledger gen exec alloc plan import train dist" ;;
+    cli) echo "util load analyze ledger gen exec alloc plan import train dist report" ;;
     *) echo "?" ;;
     esac
 }

@@ -55,6 +55,17 @@
  *                layer: exactly Korthikanti et al.'s s*b*h*(34 + 5*a*s/h) at
  *                p = 2, plus the layernorm statistics the paper leaves out as
  *                small buffers.                             ops = 18*layers + 4
+ *                With `tp` = t > 1, one rank of Megatron-LM tensor
+ *                parallelism: QKV and fc1 split by columns, W_o and fc2 by
+ *                rows, a/t heads, the collectives as ops (tp_copy and an
+ *                in-place all_reduce per parallel region; with `sp`,
+ *                all_gather and reduce_scatter, the sequence split t ways
+ *                outside them); `selective` fuses the attention core into
+ *                one checkpointed core_attention op. Saved bytes per layer
+ *                are then Korthikanti et al.'s Table 2 (graphs/README.md,
+ *                "Tensor-parallel ranks and pipeline stages").
+ *                                 ops += 4*layers (t > 1), + 2 (sp),
+ *                                        - 3*layers (selective; 2 without dropout)
  *   unet         `depth` encoder levels (conv-relu-conv-relu, max-pool with an
  *                indices output), a bottleneck, `depth` decoder levels
  *                (transposed conv, concat with the encoder's long skip,
@@ -121,6 +132,10 @@ typedef struct remat_gen_opts {
     uint32_t heads;        /* -a/--heads: attention heads a (must divide h) */
     uint32_t vocab;        /* --vocab */
     bool dropout;          /* --dropout: Megatron's three dropouts per layer, each saving a 1-byte mask */
+    /* transformer: Megatron tensor parallelism (one rank's graph) */
+    uint32_t tp;           /* --tp: tensor-parallel degree t (1 = none; must divide heads, and seq with sp) */
+    bool sp;               /* --sp: sequence parallelism over the same t ranks (Korthikanti et al. section 4.2.2) */
+    bool selective;        /* --selective: the attention core as one checkpointed op (Korthikanti et al. section 5) */
 } remat_gen_opts;
 
 /* Fills o with the family's defaults: chain of 16 ops of 1 MiB and 10^9

@@ -120,6 +120,36 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, struct remat_
 int cmd_compare(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_options *o);
+
+/* Pipeline parallelism on plan (cmd_pipeline.c). */
+enum {
+    REMAT_PPOPT_PP = 900,
+    REMAT_PPOPT_MICROBATCHES,
+    REMAT_PPOPT_SCHEDULE,
+    REMAT_PPOPT_STAGES,
+    REMAT_PPOPT_BALANCE
+};
+#define REMAT_CLI_PP_LONG_OPTS                                               \
+    {"pp", required_argument, NULL, REMAT_PPOPT_PP},                         \
+    {"microbatches", required_argument, NULL, REMAT_PPOPT_MICROBATCHES},     \
+    {"pp-schedule", required_argument, NULL, REMAT_PPOPT_SCHEDULE},          \
+    {"pp-stages", required_argument, NULL, REMAT_PPOPT_STAGES},              \
+    {"pp-balance", required_argument, NULL, REMAT_PPOPT_BALANCE}
+typedef struct remat_cli_pp {
+    int set;            /* --pp given */
+    int extra;          /* another pipeline option given */
+    remat_pp_config c;
+    const char *stages; /* --pp-stages text, or NULL */
+    remat_pp_balance by;
+} remat_cli_pp;
+void remat_cli_pp_init(remat_cli_pp *p);
+/* -1: not a pipeline option; 0: taken; > 0: the exit code of a usage error. */
+int remat_cli_pp_option(const char *cmd, int c, const char *arg, remat_cli_pp *p);
+/* Usage errors for combinations (exit 2), else REMAT_EXIT_OK. */
+int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p);
+/* Plans every stage and prints the per-device report to H. */
+int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                     const remat_plan_options *o, int json, FILE *H);
 /* --budget (total) or --activation-budget: parses arg into o; a repeated
  * option, or both, is a usage error that says which. Returns an exit code. */
 int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o);

@@ -65,6 +65,9 @@ static const gen_option options[] = {
     {"heads", 'a', K_COUNT, F_TRANSFORMER, OFF(heads)},
     {"vocab", 0, K_COUNT, F_TRANSFORMER, OFF(vocab)},
     {"dropout", 0, K_FLAG, F_TRANSFORMER, OFF(dropout)},
+    {"tp", 0, K_COUNT, F_TRANSFORMER, OFF(tp)},
+    {"sp", 0, K_FLAG, F_TRANSFORMER, OFF(sp)},
+    {"selective", 0, K_FLAG, F_TRANSFORMER, OFF(selective)},
     {"name", 0, K_TEXT, F_ALL, OFF(name)},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -93,6 +96,11 @@ static const char gen_help[] =
     "transformer:  -s/--seq S (1024) -b/--batch B (4) -h/--hidden H (1024)\n"
     "              -a/--heads A (16) -L/--layers L (24) --vocab V (50257) --elem-bytes P (2)\n"
     "              --dropout (Megatron's dropouts, 1-byte masks: Korthikanti et al.'s bytes)\n"
+    "              --tp T (1): one rank of T-way tensor parallelism (T divides A), with\n"
+    "              its all-reduces; --sp: sequence parallelism too (T divides S), with\n"
+    "              all-gathers and reduce-scatters; --selective: the attention core as\n"
+    "              one checkpointed op (Korthikanti et al.'s selective recomputation)\n"
+    "              (+4 ops per layer with T > 1, -2 or -3 with --selective, +2 with --sp)\n"
     "unet:         --depth D (3) -b/--batch N (8) --channels C (16, doubling per level)\n"
     "              --size S (64, a multiple of 2^D) --in-channels C (3) --classes K (1)\n"
     "              --elem-bytes P (4)\n"

@@ -287,6 +287,7 @@ int cmd_plan(int argc, char **argv)
 {
     static const struct option tail[] = {
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_PP_LONG_OPTS,
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -304,8 +305,15 @@ int cmd_plan(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_pp pp;
+    remat_cli_pp_init(&pp);
     while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
-        int rc = remat_cli_ledger_option("plan", c, optarg, &L);
+        int rc = remat_cli_pp_option("plan", c, optarg, &pp);
+        if (rc > 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        rc = remat_cli_ledger_option("plan", c, optarg, &L);
         if (rc > 0)
             return rc;
         if (rc == 0)
@@ -345,8 +353,11 @@ int cmd_plan(int argc, char **argv)
     }
     if (optind != argc - 1)
         return remat_cli_usage_error("plan", "expected exactly one GRAPH");
-    if ((rc0 = remat_cli_plan_check("plan", &o)) != REMAT_EXIT_OK)
+    if ((rc0 = remat_cli_plan_check("plan", &o)) != REMAT_EXIT_OK ||
+        (rc0 = remat_cli_pp_check("plan", &pp)) != REMAT_EXIT_OK)
         return rc0;
+    if (pp.set && out)
+        return remat_cli_usage_error("plan", "-o with --pp: a pipeline's per-stage plans have no file format yet");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -356,8 +367,14 @@ int cmd_plan(int argc, char **argv)
     if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
+    if (pp.set) {
+        rc = remat_cli_pp_run("plan", argv[optind], a, &pp, &o, json, stdout);
         remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }

@@ -90,6 +90,7 @@ int cmd_replay(int argc, char **argv)
         {"numeric", no_argument, NULL, 'n'},
         {"scale", required_argument, NULL, 's'},
         REMAT_CLI_LEDGER_LONG_OPTS,
+        REMAT_CLI_PP_LONG_OPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -101,8 +102,15 @@ int cmd_replay(int argc, char **argv)
     optind = 1;
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
+    remat_cli_pp pp;
+    remat_cli_pp_init(&pp);
     while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
-        int lrc = remat_cli_ledger_option("replay", c, optarg, &L);
+        int lrc = remat_cli_pp_option("replay", c, optarg, &pp);
+        if (lrc > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
+        lrc = remat_cli_ledger_option("replay", c, optarg, &L);
         if (lrc > 0)
             return lrc;
         if (lrc == 0)
@@ -125,17 +133,32 @@ int cmd_replay(int argc, char **argv)
         return prc;
     if (L.used && numeric)
         return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
+    if ((prc = remat_cli_pp_check("replay", &pp)) != REMAT_EXIT_OK)
+        return prc;
+    if (pp.set && (optind == argc - 2 || numeric || L.used || strcmp(out, "-") != 0))
+        return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric, "
+                                               "-o or ledger options with it");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    if (pp.set) {
+        /* Store-all per stage: the plan strategy that keeps everything. */
+        remat_plan_options po;
+        remat_plan_options_init(&po);
+        po.strategy = "store-all";
+        rc = remat_cli_pp_run("replay", argv[optind], a, &pp, &po, json, stdout);
+        remat_cli_ledger_destroy(&L);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     remat_exec_extras extras;
     uint64_t reserve = 0;
     if ((rc = remat_cli_ledger_extras("replay", a, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
-        remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }

@@ -23,14 +23,19 @@ static int cmd_help(int argc, char **argv);
 static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
-    {"plan", cmd_plan, "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json]",
+    {"plan", cmd_plan,
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [-o PLAN] [--json] "
+     "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
+     "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--json] [--time-limit S] | GRAPH --sweep N [--svg FILE] "
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
-    {"replay", cmd_replay, "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE]",
+    {"replay", cmd_replay,
+     "GRAPH [PLAN] [--numeric [--scale K]] [--json] [-o FILE] | GRAPH --pp P [--microbatches M] "
+     "[--pp-schedule S] [--pp-stages A:B,...] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs"},
     {"ledger", cmd_ledger,
      "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "

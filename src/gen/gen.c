@@ -366,6 +366,7 @@ void remat_gen_opts_init(remat_gen_opts *o, remat_gen_family family)
     o->hidden = 1024;
     o->heads = 16;
     o->vocab = 50257;
+    o->tp = 1;
 }
 
 char *remat_gen_json(const remat_gen_opts *o, size_t *len, remat_err *err)

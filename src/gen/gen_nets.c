@@ -118,7 +118,17 @@ typedef struct {
     uint64_t flops;
 } opdesc;
 
-static void op(gw *w, list *l, const opdesc *d)
+/* What few ops write beyond opdesc, each only when set, so the families
+ * that never set them keep their bytes: the backward's FLOPs (0: the
+ * format's 2 x flops), its transient bytes, and an attrs object's text (the
+ * tensor-parallel collectives say what they move). */
+typedef struct {
+    uint64_t bwd_flops;
+    uint64_t bwd_workspace;
+    const char *attrs;
+} opextra;
+
+static void op_x(gw *w, list *l, const opdesc *d, const opextra *x)
 {
     const tns *o0 = d->out[0];
     remat_buf_printf(&w->b, "%s\n  {\"id\": \"%s\", \"op\": \"%s\"", l->n++ ? "," : "", o0->id, d->type);
@@ -145,7 +155,22 @@ static void op(gw *w, list *l, const opdesc *d)
     }
     if (d->n_save >= 0)
         ids(w, "saves", d->save, d->n_save);
+    if (x && x->bwd_flops) {
+        remat_buf_puts(&w->b, ", \"bwd_flops\": ");
+        remat__gen_put_u64(w, x->bwd_flops);
+    }
+    if (x && x->bwd_workspace) {
+        remat_buf_puts(&w->b, ", \"bwd_workspace\": ");
+        remat__gen_put_u64(w, x->bwd_workspace);
+    }
+    if (x && x->attrs)
+        remat_buf_printf(&w->b, ", \"attrs\": %s", x->attrs);
     remat_buf_puts(&w->b, "}");
+}
+
+static void op(gw *w, list *l, const opdesc *d)
+{
+    op_x(w, l, d, NULL);
 }
 
 /* FLOPs helpers: products of up to five factors, overflow-checked. */
@@ -315,6 +340,79 @@ static void dropout(gw *w, list *ops, const tns *in, const char *id, tns *out)
     op(w, ops, &(opdesc){"dropout", {in}, 1, {out, &mask}, 2, {&mask}, 1, NULL, elems(in)});
 }
 
+/* One collective of Megatron's tensor-parallel regions (Shoeybi et al. 2019
+ * section 3; Korthikanti et al. 2022 section 4.2.2): an op of `type` from in
+ * to out, saving nothing, whose attrs name what it moves in forward and in
+ * backward. An in-place one (all-reduce, and the identity f) is a view of its
+ * input: NCCL reduces the tensor where it lies, so it adds no bytes. */
+static void collective(gw *w, list *ops, const char *type, const tns *in, tns *out, int in_place, const char *fwd,
+                       const char *bwd, uint64_t t)
+{
+    char attrs[160];
+    snprintf(attrs, sizeof attrs,
+             "{\"collective_fwd\": \"%s\", \"collective_bwd\": \"%s\", \"group\": \"tensor\", \"ranks\": %" PRIu64 "}",
+             fwd, bwd, t);
+    op_x(w, ops, &(opdesc){type, {in}, 1, {out}, 1, {0}, 0, in_place ? in : NULL, 0}, &(opextra){0, 0, attrs});
+}
+
+/* The input of a column-parallel linear (QKV, fc1) from layernorm output
+ * ln: with t = 1 ln itself; with tensor parallelism the identity f whose
+ * backward all-reduces the gradient; with sequence parallelism an
+ * all-gather of the s/t shards into a new (s, b, h) buffer, whose backward
+ * reduce-scatters. */
+static const tns *tp_enter(gw *w, list *ops, const tns *ln, uint64_t p, uint64_t s, uint64_t b, uint64_t h,
+                           uint64_t t, int sp, tns *buf)
+{
+    if (t == 1)
+        return ln;
+    if (sp) {
+        MAKE(w, buf, p, (s, b, h), "%.28s_ag", ln->id);
+        collective(w, ops, "all_gather", ln, buf, 0, "all_gather", "reduce_scatter", t);
+    } else {
+        *buf = *ln;
+        snprintf(buf->id, sizeof buf->id, "%.28s_tp", ln->id);
+        collective(w, ops, "tp_copy", ln, buf, 1, "none", "all_reduce", t);
+    }
+    return buf;
+}
+
+/* The output of a row-parallel linear (attention projection, fc2) is a
+ * partial sum: all-reduced in place (g), or reduce-scattered to the s/t
+ * shard with sequence parallelism, whose backward all-gathers. */
+static const tns *tp_leave(gw *w, list *ops, const tns *part, uint64_t p, uint64_t ss, uint64_t b, uint64_t h,
+                           uint64_t t, int sp, tns *buf)
+{
+    if (t == 1)
+        return part;
+    if (sp) {
+        MAKE(w, buf, p, (ss, b, h), "%.28s_rs", part->id);
+        collective(w, ops, "reduce_scatter", part, buf, 0, "reduce_scatter", "all_gather", t);
+    } else {
+        *buf = *part;
+        snprintf(buf->id, sizeof buf->id, "%.28s_ar", part->id);
+        collective(w, ops, "all_reduce", part, buf, 1, "all_reduce", "none", t);
+    }
+    return buf;
+}
+
+/* A column-parallel linear: in x wt -> out. With sequence parallelism
+ * Megatron saves the layernorm's s/t shard `ln`, not the gathered input,
+ * and its backward all-gathers it again for the weight gradient
+ * (Korthikanti et al. section 4.2.2): the save is the shard and the
+ * gathered buffer is the backward's workspace. */
+static void col_linear(gw *w, list *ops, const tns *in, const tns *ln, const tns *wt, const tns *out, uint64_t t,
+                       int sp, uint64_t flops)
+{
+    if (!(t > 1 && sp)) {
+        op(w, ops, &(opdesc){"matmul", {in, wt}, 2, {out}, 1, {0}, -1, NULL, flops});
+        return;
+    }
+    char attrs[120];
+    snprintf(attrs, sizeof attrs, "{\"collective_bwd\": \"all_gather\", \"group\": \"tensor\", \"ranks\": %" PRIu64 "}",
+             t);
+    op_x(w, ops, &(opdesc){"matmul", {in, wt}, 2, {out}, 1, {ln, wt}, 2, NULL, flops}, &(opextra){0, in->bytes, attrs});
+}
+
 int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
 {
     if (!require(w, o->seq, 1, "-s/--seq") || !require(w, o->batch, 1, "-b/--batch") ||
@@ -325,11 +423,23 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     if (o->hidden % o->heads != 0)
         return remat__gen_invalid(w, "-h/--hidden (%" PRIu32 ") must be a multiple of -a/--heads (%" PRIu32 ")",
                                   o->hidden, o->heads);
-    const uint64_t per_layer = o->dropout ? 18 : 15;
-    if ((uint64_t)o->layers * per_layer + 4 > REMAT__GEN_MAX_OPS)
+    /* One rank of t: heads split evenly (so does h, heads dividing it); with
+     * sequence parallelism the sequence too. */
+    const uint64_t t = o->tp ? o->tp : 1;
+    const int sp = o->sp && t > 1, sel = o->selective;
+    if (o->heads % t != 0)
+        return remat__gen_invalid(w, "--tp %" PRIu64 " must divide -a/--heads (%" PRIu32 ")", t, o->heads);
+    if (sp && o->seq % t != 0)
+        return remat__gen_invalid(w, "--sp: --tp %" PRIu64 " must divide -s/--seq (%" PRIu32 ")", t, o->seq);
+    /* Ops per layer: 15, 3 dropouts, 4 collectives (f and g twice, or two
+     * all-gathers and two reduce-scatters), less the attention core's 3 or 4
+     * ops fused into one under --selective. */
+    const uint64_t per_layer = 15 + (o->dropout ? 3 : 0) + (t > 1 ? 4 : 0) - (sel ? (o->dropout ? 3 : 2) : 0);
+    if ((uint64_t)o->layers * per_layer + 4 + (sp ? 2 : 0) > REMAT__GEN_MAX_OPS)
         return remat__gen_invalid(w, "-L/--layers %" PRIu32 " is too many (limit %llu ops)", o->layers,
                                   REMAT__GEN_MAX_OPS);
     const uint64_t p = o->elem_bytes, s = o->seq, b = o->batch, h = o->hidden, a = o->heads, V = o->vocab;
+    const uint64_t hp = h / t, ap = a / t, ss = sp ? s / t : s;
     remat__gen_header(w, name, "transformer");
     remat__gen_meta_u64(w, "seq", s);
     remat__gen_meta_u64(w, "batch", b);
@@ -340,6 +450,12 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     remat__gen_meta_u64(w, "elem_bytes", p);
     if (o->dropout)
         remat__gen_meta_u64(w, "dropout", 1);
+    if (t > 1)
+        remat__gen_meta_u64(w, "tp", t);
+    if (sp)
+        remat__gen_meta_u64(w, "sp", 1);
+    if (sel)
+        remat__gen_meta_u64(w, "selective", 1);
     remat__gen_meta_end(w);
 
     tns tokens, labels, wte, lnf_w, head_w;
@@ -354,15 +470,18 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     MAKE(w, &wte, p, (V, h), "wte");
     leaf(w, &L, &wte);
     /* Per layer: ln1 (gamma, beta), W_qkv, W_o, ln2, W_fc1, W_fc2: 12h^2 + 4h
-     * elements. Biases are left out; they do not change activations. */
+     * elements, the four matrices split t ways (QKV and fc1 by columns, W_o
+     * and fc2 by rows), the layernorms replicated. Biases are left out; they
+     * do not change activations. The embedding and the head stay whole on
+     * every rank (Megatron splits them by vocabulary; not modelled). */
     tns pw[6];
     for (uint32_t l = 0; l < o->layers && !w->bad && !w->b.failed; l++) {
         MAKE(w, &pw[0], p, (2, h), "l%" PRIu32 "_ln1_w", l);
-        MAKE(w, &pw[1], p, (h, 3 * h), "l%" PRIu32 "_wqkv", l);
-        MAKE(w, &pw[2], p, (h, h), "l%" PRIu32 "_wo", l);
+        MAKE(w, &pw[1], p, (h, 3 * hp), "l%" PRIu32 "_wqkv", l);
+        MAKE(w, &pw[2], p, (hp, h), "l%" PRIu32 "_wo", l);
         MAKE(w, &pw[3], p, (2, h), "l%" PRIu32 "_ln2_w", l);
-        MAKE(w, &pw[4], p, (h, 4 * h), "l%" PRIu32 "_wfc1", l);
-        MAKE(w, &pw[5], p, (4 * h, h), "l%" PRIu32 "_wfc2", l);
+        MAKE(w, &pw[4], p, (h, 4 * hp), "l%" PRIu32 "_wfc1", l);
+        MAKE(w, &pw[5], p, (4 * hp, h), "l%" PRIu32 "_wfc2", l);
         for (int j = 0; j < 6; j++)
             leaf(w, &L, &pw[j]);
     }
@@ -373,80 +492,115 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     remat_buf_puts(&w->b, "],\n \"ops\": [");
 
     list ops = {0};
-    tns x, ln1, qkv, q, k, v, scores, probs, ctx, attn, res1, ln2, fc1, gelu, fc2;
+    tns x, ln1, qkv, q, k, v, scores, probs, ctx, attn, res1, ln2, fc1, gelu, fc2, buf1, buf2;
     MAKE(w, &x, p, (s, b, h), "embed");
     /* The embedding's backward scatters into wte by token: it reads only the
      * token ids. */
     op(w, &ops, &(opdesc){"embedding", {&tokens, &wte}, 2, {&x}, 1, {&tokens}, 1, NULL, elems(&x)});
+    if (sp) {
+        /* Megatron's scatter_to_sequence_parallel_region: each rank keeps its
+         * s/t slice (a copy here, so the whole embedding output is freed);
+         * its backward all-gathers the gradient. */
+        tns xs;
+        MAKE(w, &xs, p, (ss, b, h), "embed_sp");
+        collective(w, &ops, "scatter", &x, &xs, 0, "none", "all_gather", t);
+        x = xs;
+    }
     for (uint32_t l = 0; l < o->layers && !w->bad && !w->b.failed; l++) {
         char id[32];
         MAKE(w, &pw[0], p, (2, h), "l%" PRIu32 "_ln1_w", l);
-        MAKE(w, &pw[1], p, (h, 3 * h), "l%" PRIu32 "_wqkv", l);
-        MAKE(w, &pw[2], p, (h, h), "l%" PRIu32 "_wo", l);
+        MAKE(w, &pw[1], p, (h, 3 * hp), "l%" PRIu32 "_wqkv", l);
+        MAKE(w, &pw[2], p, (hp, h), "l%" PRIu32 "_wo", l);
         MAKE(w, &pw[3], p, (2, h), "l%" PRIu32 "_ln2_w", l);
-        MAKE(w, &pw[4], p, (h, 4 * h), "l%" PRIu32 "_wfc1", l);
-        MAKE(w, &pw[5], p, (4 * h, h), "l%" PRIu32 "_wfc2", l);
+        MAKE(w, &pw[4], p, (h, 4 * hp), "l%" PRIu32 "_wfc1", l);
+        MAKE(w, &pw[5], p, (4 * hp, h), "l%" PRIu32 "_wfc2", l);
         snprintf(id, sizeof id, "l%" PRIu32 "_ln1", l);
-        layernorm(w, &ops, &x, &pw[0], p, s, b, h, id, &ln1);
-        MAKE(w, &qkv, p, (s, b, 3 * h), "l%" PRIu32 "_qkv", l);
-        op(w, &ops, &(opdesc){"matmul", {&ln1, &pw[1]}, 2, {&qkv}, 1, {0}, -1, NULL,
-                              FLOPS(w, qkv.id, 2, s, b, h, 3 * h)});
+        layernorm(w, &ops, &x, &pw[0], p, ss, b, h, id, &ln1);
+        const tns *qin = tp_enter(w, &ops, &ln1, p, s, b, h, t, sp, &buf1);
+        MAKE(w, &qkv, p, (s, b, 3 * hp), "l%" PRIu32 "_qkv", l);
+        col_linear(w, &ops, qin, &ln1, &pw[1], &qkv, t, sp, FLOPS(w, qkv.id, 2, s, b, h, 3 * hp));
         /* Q, K and V are slices of one buffer: views with their own logical
          * size, so saving any of them keeps all of qkv alive. */
-        MAKE(w, &q, p, (s, b, h), "l%" PRIu32 "_q", l);
-        MAKE(w, &k, p, (s, b, h), "l%" PRIu32 "_k", l);
-        MAKE(w, &v, p, (s, b, h), "l%" PRIu32 "_v", l);
+        MAKE(w, &q, p, (s, b, hp), "l%" PRIu32 "_q", l);
+        MAKE(w, &k, p, (s, b, hp), "l%" PRIu32 "_k", l);
+        MAKE(w, &v, p, (s, b, hp), "l%" PRIu32 "_v", l);
         op(w, &ops, &(opdesc){"split", {&qkv}, 1, {&q}, 1, {0}, 0, &qkv, 0});
         op(w, &ops, &(opdesc){"split", {&qkv}, 1, {&k}, 1, {0}, 0, &qkv, 0});
         op(w, &ops, &(opdesc){"split", {&qkv}, 1, {&v}, 1, {0}, 0, &qkv, 0});
-        MAKE(w, &scores, p, (b, a, s, s), "l%" PRIu32 "_scores", l);
-        op(w, &ops, &(opdesc){"bmm", {&q, &k}, 2, {&scores}, 1, {0}, -1, NULL, FLOPS(w, scores.id, 2, b, s, s, h)});
-        MAKE(w, &probs, p, (b, a, s, s), "l%" PRIu32 "_softmax", l);
-        /* Softmax's backward is y * (dy - sum(y * dy)): it reads its output. */
-        op(w, &ops, &(opdesc){"softmax", {&scores}, 1, {&probs}, 1, {&probs}, 1, NULL,
-                              remat__gen_mul(w, elems(&probs), 5, probs.id)});
-        tns dprobs = probs, dattn, dfc2;
-        if (o->dropout) {
-            snprintf(id, sizeof id, "l%" PRIu32 "_attn_drop", l);
-            dropout(w, &ops, &probs, id, &dprobs);
+        MAKE(w, &scores, p, (b, ap, s, s), "l%" PRIu32 "_scores", l);
+        MAKE(w, &probs, p, (b, ap, s, s), "l%" PRIu32 "_softmax", l);
+        MAKE(w, &ctx, p, (s, b, hp), "l%" PRIu32 "_ctx", l);
+        const uint64_t f_scores = FLOPS(w, scores.id, 2, b, s, s, hp), f_probs = remat__gen_mul(w, elems(&probs), 5, probs.id),
+                       f_ctx = FLOPS(w, ctx.id, 2, b, s, s, hp);
+        if (sel) {
+            /* Selective recomputation (Korthikanti et al. section 5), as
+             * Megatron runs it: the attention core (QK^T, softmax, its
+             * dropout, attention over V) is one checkpointed function that
+             * saves only Q, K and V; its backward reruns the forward first
+             * (bwd_flops = 2 x flops + flops) and holds what that rebuilds,
+             * the probabilities and, with dropout, the mask and the dropped
+             * probabilities, while it runs (bwd_workspace). */
+            uint64_t f = f_scores + f_probs + f_ctx + (o->dropout ? elems(&probs) : 0);
+            uint64_t held = probs.bytes + (o->dropout ? elems(&probs) + probs.bytes : 0);
+            op_x(w, &ops, &(opdesc){"core_attention", {&q, &k, &v}, 3, {&ctx}, 1, {0}, -1, NULL, f},
+                 &(opextra){remat__gen_mul(w, f, 3, ctx.id), held, NULL});
+        } else {
+            op(w, &ops, &(opdesc){"bmm", {&q, &k}, 2, {&scores}, 1, {0}, -1, NULL, f_scores});
+            /* Softmax's backward is y * (dy - sum(y * dy)): it reads its output. */
+            op(w, &ops, &(opdesc){"softmax", {&scores}, 1, {&probs}, 1, {&probs}, 1, NULL, f_probs});
+            tns dprobs = probs;
+            if (o->dropout) {
+                snprintf(id, sizeof id, "l%" PRIu32 "_attn_drop", l);
+                dropout(w, &ops, &probs, id, &dprobs);
+            }
+            op(w, &ops, &(opdesc){"bmm", {&dprobs, &v}, 2, {&ctx}, 1, {0}, -1, NULL, f_ctx});
         }
-        MAKE(w, &ctx, p, (s, b, h), "l%" PRIu32 "_ctx", l);
-        op(w, &ops, &(opdesc){"bmm", {&dprobs, &v}, 2, {&ctx}, 1, {0}, -1, NULL, FLOPS(w, ctx.id, 2, b, s, s, h)});
+        tns dattn, dfc2;
         MAKE(w, &attn, p, (s, b, h), "l%" PRIu32 "_attn", l);
         op(w, &ops, &(opdesc){"matmul", {&ctx, &pw[2]}, 2, {&attn}, 1, {0}, -1, NULL,
-                              FLOPS(w, attn.id, 2, s, b, h, h)});
-        dattn = attn;
+                              FLOPS(w, attn.id, 2, s, b, hp, h)});
+        dattn = *tp_leave(w, &ops, &attn, p, ss, b, h, t, sp, &buf2);
         if (o->dropout) {
             snprintf(id, sizeof id, "l%" PRIu32 "_proj_drop", l);
-            dropout(w, &ops, &attn, id, &dattn);
+            tns in = dattn;
+            dropout(w, &ops, &in, id, &dattn);
         }
-        MAKE(w, &res1, p, (s, b, h), "l%" PRIu32 "_res1", l);
+        MAKE(w, &res1, p, (ss, b, h), "l%" PRIu32 "_res1", l);
         op(w, &ops, &(opdesc){"add", {&x, &dattn}, 2, {&res1}, 1, {0}, 0, NULL, elems(&res1)});
         snprintf(id, sizeof id, "l%" PRIu32 "_ln2", l);
-        layernorm(w, &ops, &res1, &pw[3], p, s, b, h, id, &ln2);
-        MAKE(w, &fc1, p, (s, b, 4 * h), "l%" PRIu32 "_fc1", l);
-        op(w, &ops, &(opdesc){"matmul", {&ln2, &pw[4]}, 2, {&fc1}, 1, {0}, -1, NULL,
-                              FLOPS(w, fc1.id, 2, s, b, h, 4 * h)});
-        MAKE(w, &gelu, p, (s, b, 4 * h), "l%" PRIu32 "_gelu", l);
+        layernorm(w, &ops, &res1, &pw[3], p, ss, b, h, id, &ln2);
+        const tns *fin = tp_enter(w, &ops, &ln2, p, s, b, h, t, sp, &buf1);
+        MAKE(w, &fc1, p, (s, b, 4 * hp), "l%" PRIu32 "_fc1", l);
+        col_linear(w, &ops, fin, &ln2, &pw[4], &fc1, t, sp, FLOPS(w, fc1.id, 2, s, b, h, 4 * hp));
+        MAKE(w, &gelu, p, (s, b, 4 * hp), "l%" PRIu32 "_gelu", l);
         op(w, &ops, &(opdesc){"gelu", {&fc1}, 1, {&gelu}, 1, {0}, -1, NULL,
                               remat__gen_mul(w, elems(&gelu), 8, gelu.id)});
         MAKE(w, &fc2, p, (s, b, h), "l%" PRIu32 "_fc2", l);
         op(w, &ops, &(opdesc){"matmul", {&gelu, &pw[5]}, 2, {&fc2}, 1, {0}, -1, NULL,
-                              FLOPS(w, fc2.id, 2, s, b, 4 * h, h)});
-        dfc2 = fc2;
+                              FLOPS(w, fc2.id, 2, s, b, 4 * hp, h)});
+        dfc2 = *tp_leave(w, &ops, &fc2, p, ss, b, h, t, sp, &buf2);
         if (o->dropout) {
             snprintf(id, sizeof id, "l%" PRIu32 "_mlp_drop", l);
-            dropout(w, &ops, &fc2, id, &dfc2);
+            tns in = dfc2;
+            dropout(w, &ops, &in, id, &dfc2);
         }
         tns res2;
-        MAKE(w, &res2, p, (s, b, h), "l%" PRIu32 "_res2", l);
+        MAKE(w, &res2, p, (ss, b, h), "l%" PRIu32 "_res2", l);
         op(w, &ops, &(opdesc){"add", {&res1, &dfc2}, 2, {&res2}, 1, {0}, 0, NULL, elems(&res2)});
         x = res2;
     }
     tns lnf, logits, loss;
-    layernorm(w, &ops, &x, &lnf_w, p, s, b, h, "lnf", &lnf);
+    layernorm(w, &ops, &x, &lnf_w, p, ss, b, h, "lnf", &lnf);
+    const tns *hin = &lnf;
+    if (sp) {
+        /* The head reads the whole sequence: gather the final layernorm's
+         * shards (Megatron's gather_from_sequence_parallel_region). */
+        MAKE(w, &buf1, p, (s, b, h), "lnf_ag");
+        collective(w, &ops, "all_gather", &lnf, &buf1, 0, "all_gather", "reduce_scatter", t);
+        hin = &buf1;
+    }
     MAKE(w, &logits, p, (s, b, V), "logits");
-    op(w, &ops, &(opdesc){"matmul", {&lnf, &head_w}, 2, {&logits}, 1, {0}, -1, NULL,
+    op(w, &ops, &(opdesc){"matmul", {hin, &head_w}, 2, {&logits}, 1, {0}, -1, NULL,
                           FLOPS(w, "logits", 2, s, b, h, V)});
     MAKE(w, &loss, 4, (1), "loss");
     op(w, &ops, &(opdesc){"cross_entropy", {&logits, &labels}, 2, {&loss}, 1, {0}, -1, NULL,

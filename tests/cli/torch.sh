@@ -17,6 +17,10 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
     # to it (tests/torch/dp_optimizer_state.py says why they differ per rank).
     expect torch_dp_optimizer_state 0 "ZeroRedundancyOptimizer ranks together: 93516096 B, remat unsharded 93516096 B (equal)" -- \
         timeout 300 "$PY" tests/torch/dp_optimizer_state.py "$REMAT" "$T/r18.json"
+    # A 1F1B pipeline over 2 and 4 gloo processes: each stage's profiler peak
+    # within 5% of remat's per-device prediction (tests/torch/pp_1f1b.py).
+    expect torch_pp_1f1b_first_stage 0 "P=4 M=8 stage 0: 4 in flight" -- \
+        timeout 300 "$PY" tests/torch/pp_1f1b.py "$REMAT" --stages 2 4
     expect torch_export_meta 0 '"model":"torchvision:resnet18","batch":2,"input_shape":[2,3,64,64]' -- cat "$T/r18.json"
     expect torch_export_factory 0 "export_torch: chain" -- \
         "$PY" scripts/export_torch.py scripts.models:chain --input-shape 64 --batch 4 --arg blocks=3 --arg width=64 \

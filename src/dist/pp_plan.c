@@ -1,0 +1,339 @@
+/*
+ * pp_plan.c - rematerialization planned per pipeline stage, judged per
+ * device with the schedule's multiplicity.
+ *
+ * Each virtual stage is written as a graph of its own (pp_stage.c), loaded
+ * and analyzed like any graph, and planned with the caller's options; its
+ * one-microbatch replay gives three figures:
+ *   persistent  params, their gradients, optimizer state and frozen copies
+ *               (each category's own maximum: the gradients accumulate over
+ *               every microbatch, so once the first backward has run they
+ *               are there for the rest of the step);
+ *   held        what one microbatch leaves resident between its forward and
+ *               its backward: the kept activations, its inputs (the received
+ *               activation, a first stage's data) and the outputs it sent,
+ *               which the runtime keeps for the backward;
+ *   running     the largest high-water mark of the other categories over
+ *               one microbatch's forward and backward: its workspace and the
+ *               gradients it receives and sends, a received gradient held
+ *               until its backward returns (the caller's reference).
+ * The schedule's simulation (pp_schedule.c) says, for each event of a
+ * device, how many microbatches of each of its chunks are held by others;
+ * the device's peak is its chunks' persistent bytes plus the largest
+ * "held by others + running" over its events. Under a total budget a
+ * device whose peak is over is replanned at the largest stage budget that
+ * makes it fit, found by bisection (about 12 plans per device): the
+ * planner is exact about one microbatch, the bisection about the rest.
+ */
+#include "remat/pipeline.h"
+#include "../util/util_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define PERSISTENT_CATS                                                                                          \
+    ((1u << REMAT_CAT_PARAMS) | (1u << REMAT_CAT_PARAM_GRADS) | (1u << REMAT_CAT_OPTIMIZER_STATE) |              \
+     (1u << REMAT_CAT_MASTER_WEIGHTS) | (1u << REMAT_CAT_FROZEN))
+
+typedef struct {
+    remat_graph *g;
+    remat_analysis *a;
+    uint8_t *out_storage;  /* per tensor of the stage graph: 1 for the storage of an output */
+    uint64_t *grad_hold;   /* per op: bytes of the received gradients of the sent outputs it makes */
+} stage_graph;
+
+void remat_pp_result_destroy(remat_pp_result *r)
+{
+    if (!r)
+        return;
+    for (uint32_t i = 0; r->stages && i < r->n_stages; i++) {
+        remat_plan_destroy(&r->stages[i].plan);
+        remat_replay_result_destroy(&r->stages[i].replay);
+    }
+    remat__free(r->stages);
+    remat__free(r->device_peak);
+    remat_pp_timeline_destroy(&r->timeline);
+    memset(r, 0, sizeof *r);
+}
+
+static remat_status open_stage(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, stage_graph *sg,
+                               remat_pp_stage *st, remat_err *err)
+{
+    char *json;
+    size_t len;
+    remat_status s = remat_pp_stage_graph(a, first, end, k, &json, &len, err);
+    if (s != REMAT_OK)
+        return s;
+    char src[48];
+    snprintf(src, sizeof src, "pipeline stage %u", k);
+    s = remat_graph_load_json(json, len, src, &sg->g, err);
+    remat_free(json);
+    if (s == REMAT_OK)
+        s = remat_analyze(sg->g, &sg->a, err);
+    if (s != REMAT_OK)
+        return s;
+    const remat_graph *g = sg->g;
+    sg->out_storage = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!sg->out_storage)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning pipeline stage %u", k);
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        sg->out_storage[g->tensors[g->outputs[i]].storage] = 1;
+    /* What crosses: inputs that are activations of the whole graph
+     * (received) and this stage's outputs (sent). */
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        uint32_t whole = remat_graph_find_tensor(a->g, g->tensors[t].id);
+        if (g->tensors[t].kind == REMAT_TENSOR_INPUT && whole != REMAT_NONE &&
+            a->g->tensors[whole].kind == REMAT_TENSOR_ACTIVATION)
+            st->recv_bytes += g->tensors[t].logical_bytes;
+    }
+    sg->grad_hold = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *sg->grad_hold);
+    if (!sg->grad_hold)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning pipeline stage %u", k);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        const remat_tensor *T = &g->tensors[g->outputs[i]];
+        if (!a->is_output[remat_graph_find_tensor(a->g, T->id)]) {
+            st->send_bytes += T->logical_bytes;
+            if (T->producer != REMAT_NONE)
+                sg->grad_hold[T->producer] += T->logical_bytes;
+        }
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        st->fwd_flops += (double)g->ops[i].flops;
+        if (sg->a->bwd_step[i] != REMAT_NONE)
+            st->bwd_flops += (double)g->ops[i].bwd_flops;
+    }
+    return REMAT_OK;
+}
+
+/* Plans stage st under its budget and measures its three figures. */
+static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *base, remat_pp_stage *st,
+                               double *bwd_time, remat_err *err)
+{
+    remat_plan_destroy(&st->plan);
+    remat_replay_result_destroy(&st->replay);
+    remat_plan_options o = *base;
+    if (st->budget) {
+        o.budget_kind = REMAT_BUDGET_TOTAL;
+        o.budget = st->budget;
+    } else {
+        o.budget_kind = REMAT_BUDGET_NONE;
+    }
+    remat_status s = remat_plan_make(sg->a, &o, &st->plan, &st->replay, err);
+    if (s != REMAT_OK)
+        return s;
+    const remat_replay_result *r = &st->replay;
+    st->persistent = 0;
+    for (int c = 0; c < REMAT_CAT_COUNT; c++)
+        if (PERSISTENT_CATS & (1u << c))
+            st->persistent += r->category_peak[c];
+    *bwd_time = st->bwd_flops + (double)r->flops_recompute;
+    /* One more pass over the schedule with the cursor: held is what is live
+     * when the first backward step comes; running is the largest
+     * high-water mark of everything but the persistent categories, plus,
+     * once remat's rules have freed them, the outputs the stage sent and
+     * the gradients it received: the pipeline's runtime keeps its
+     * references to both until the microbatch's backward returns
+     * (torch.autograd.backward's arguments; Megatron-LM's output_tensor and
+     * output_tensor_grad, unless deallocate_pipeline_outputs frees the
+     * output's data). */
+    const uint32_t np = REMAT_CAT_MASK_ALL & ~(uint32_t)PERSISTENT_CATS;
+    const uint32_t held_mask = (1u << REMAT_CAT_INPUTS) | (1u << REMAT_CAT_ACTIVATIONS) | (1u << REMAT_CAT_RECOMPUTED);
+    const remat_graph *g = sg->g;
+    uint8_t *kept = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!kept)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline stage");
+    remat_replay_cursor *cur = NULL;
+    s = remat_replay_begin(sg->a, NULL, NULL, &cur, err);
+    uint64_t extra = 0, running = 0;
+    int seen_bwd = 0;
+    for (size_t i = 0; s == REMAT_OK && i < st->plan.schedule.n; i++) {
+        remat_instr in = st->plan.schedule.ins[i];
+        if (in.kind == REMAT_I_BWD && !seen_bwd) {
+            seen_bwd = 1;
+            st->held = remat_replay_live(cur, held_mask) + extra;
+        }
+        uint64_t hw = remat_replay_live(cur, np) + remat_replay_cost(cur, in, np) + extra;
+        if (hw > running)
+            running = hw;
+        s = remat_replay_apply(cur, in, err);
+        if (s != REMAT_OK)
+            break;
+        if (in.kind == REMAT_I_BWD)
+            extra += sg->grad_hold[in.arg];
+        /* An output, once made, stays until the backward returns. */
+        for (uint32_t t = 0; t < g->n_tensors; t++) {
+            if (!sg->out_storage[t])
+                continue;
+            int now = remat_replay_resident(cur, t);
+            if (now && !kept[t]) {
+                kept[t] = 1;
+            } else if (!now && kept[t] == 1) {
+                kept[t] = 2;
+                extra += g->tensors[t].bytes;
+            }
+        }
+    }
+    remat__free(kept);
+    st->running = running;
+    remat_replay_cursor_destroy(cur);
+    return s;
+}
+
+/* The device's peak from the timeline's events (see the file comment). */
+static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *counts)
+{
+    const uint32_t P = r->config.stages, V = r->config.chunks;
+    uint64_t base = 0, worst = 0;
+    for (uint32_t c = 0; c < V; c++) {
+        base += r->stages[c * P + d].persistent;
+        counts[c] = 0;
+    }
+    const size_t per = r->timeline.n_events / P;
+    const remat_pp_event *ev = r->timeline.events + (size_t)d * per;
+    for (size_t i = 0; i < per; i++) {
+        const remat_pp_stage *run = &r->stages[ev[i].chunk * P + d];
+        if (ev[i].backward)
+            counts[ev[i].chunk]--;
+        uint64_t x = run->running;
+        for (uint32_t c = 0; c < V; c++)
+            x += counts[c] * r->stages[c * P + d].held;
+        if (x > worst)
+            worst = x;
+        if (!ev[i].backward)
+            counts[ev[i].chunk]++;
+    }
+    return base + worst;
+}
+
+remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
+                           remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err)
+{
+    memset(r, 0, sizeof *r);
+    remat_status s = remat_pp_check(c, err);
+    if (s != REMAT_OK)
+        return s;
+    if (o->budget_kind == REMAT_BUDGET_ACTIVATION)
+        return remat_err_set(err, REMAT_EINVAL, "--activation-budget with --pp: a device's budget caps its whole "
+                                                "peak; use --budget");
+    const remat_exec_extras none = {0};
+    if (memcmp(&o->extras, &none, sizeof none) != 0)
+        return remat_err_set(err, REMAT_EINVAL, "--pp does not take the ledger's options yet (each stage would need "
+                                                "its own share of the optimizer state)");
+    const uint32_t P = c->stages, V = c->chunks, n = P * V;
+    r->config = *c;
+    r->n_stages = n;
+    r->stages = remat__calloc(n, sizeof *r->stages);
+    r->device_peak = remat__calloc(P, sizeof *r->device_peak);
+    uint32_t *cut = remat__malloc(((size_t)n + 1) * sizeof *cut);
+    stage_graph *sg = remat__calloc(n, sizeof *sg);
+    double *fwd = remat__calloc(n, sizeof *fwd), *bwd = remat__calloc(n, sizeof *bwd);
+    uint64_t *counts = remat__calloc(V, sizeof *counts);
+    if (!r->stages || !r->device_peak || !cut || !sg || !fwd || !bwd || !counts) {
+        s = remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline of %u stages", n);
+        goto out;
+    }
+    for (uint32_t v = 0; v < n; v++)
+        remat_plan_init(&r->stages[v].plan);
+    if (cuts)
+        memcpy(cut, cuts, ((size_t)n + 1) * sizeof *cut);
+    else if ((s = remat_pp_partition(a, n, by, cut, err)) != REMAT_OK)
+        goto out;
+    for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
+        remat_pp_stage *st = &r->stages[v];
+        st->first = cut[v];
+        st->end = cut[v + 1];
+        st->device = v % P;
+        st->chunk = v / P;
+        st->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
+        s = open_stage(a, st->first, st->end, v, &sg[v], st, err);
+        if (s == REMAT_OK)
+            s = plan_stage(&sg[v], o, st, &bwd[v], err);
+        fwd[v] = st->fwd_flops;
+        if (s == REMAT_EINFEASIBLE) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            remat_err_init(err);
+            s = remat_err_set(err, REMAT_EINFEASIBLE, "pipeline stage %u (device %u, ops %u:%u): %s", v, st->device,
+                              st->first, st->end, msg);
+        }
+    }
+    if (s != REMAT_OK)
+        goto out;
+    /* The order of events fixes the multiplicity; the durations only move
+     * the events in time, so one simulation serves every round. */
+    if ((s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err)) != REMAT_OK)
+        goto out;
+    for (uint32_t d = 0; d < P && s == REMAT_OK; d++) {
+        r->device_peak[d] = device_peak(r, d, counts);
+        if (o->budget_kind != REMAT_BUDGET_TOTAL || r->device_peak[d] <= o->budget)
+            continue;
+        /* Over: search the largest stage budget b (the same for each of the
+         * device's chunks) whose plans make the device fit. A smaller b
+         * recomputes more and holds less, so the device's peak falls as b
+         * does, until the stage cannot reach b at all. */
+        uint64_t lo = 0, hi = o->budget, best = 0, least = r->device_peak[d];
+        const uint64_t step = o->budget / 4096 > 0 ? o->budget / 4096 : 1;
+        while (hi - lo > step && s == REMAT_OK) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            int reached = 1;
+            for (uint32_t ch = 0; ch < V && s == REMAT_OK && reached; ch++) {
+                uint32_t v = ch * P + d;
+                r->stages[v].budget = mid;
+                s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
+                if (s == REMAT_EINFEASIBLE) {
+                    remat_err_init(err);
+                    s = REMAT_OK;
+                    reached = 0;
+                }
+            }
+            if (s != REMAT_OK)
+                break;
+            uint64_t peak = reached ? device_peak(r, d, counts) : UINT64_MAX;
+            if (peak < least)
+                least = peak;
+            if (!reached || peak <= o->budget) {
+                if (reached)
+                    best = mid;
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        if (s == REMAT_OK && !best)
+            s = remat_err_set(err, REMAT_EINFEASIBLE,
+                              "pipeline device %u: with %u microbatches in flight no plan of its stages fits the "
+                              "budget of %llu B (the least its search reached: %llu B)",
+                              d, r->timeline.max_in_flight[d], (unsigned long long)o->budget,
+                              (unsigned long long)least);
+        for (uint32_t ch = 0; ch < V && s == REMAT_OK; ch++) {
+            uint32_t v = ch * P + d;
+            r->stages[v].budget = best;
+            s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
+        }
+        if (s == REMAT_OK)
+            r->device_peak[d] = device_peak(r, d, counts);
+    }
+    if (s != REMAT_OK)
+        goto out;
+    /* The final plans' recomputation is part of each backward. */
+    remat_pp_timeline_destroy(&r->timeline);
+    if ((s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err)) != REMAT_OK)
+        goto out;
+    r->largest = 0;
+    for (uint32_t d = 1; d < P; d++)
+        if (r->device_peak[d] > r->device_peak[r->largest])
+            r->largest = d;
+out:
+    for (uint32_t v = 0; sg && v < n; v++) {
+        remat__free(sg[v].out_storage);
+        remat__free(sg[v].grad_hold);
+        remat_analysis_destroy(sg[v].a);
+        remat_graph_destroy(sg[v].g);
+    }
+    remat__free(sg);
+    remat__free(cut);
+    remat__free(fwd);
+    remat__free(bwd);
+    remat__free(counts);
+    return s;
+}
