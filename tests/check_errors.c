@@ -201,6 +201,10 @@ START_TEST(errors_should_carry_the_line_field_and_tensor_of_a_bad_dtr_log)
     /* The log ends before x1's MEMORY line: the log as a whole, about x1. */
     err = dtr_fails("{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x1\"}\n", REMAT_EGRAPH);
     loc_agrees(&err, "t.log", 0, "", "x1");
+    /* A log that reads but cannot be mapped (no op) is at fault as a whole. */
+    err = dtr_fails(head, REMAT_EGRAPH);
+    loc_agrees(&err, "t.log", 0, "", "");
+    ck_assert_msg_contains(&err, "no forward CALL or MUTATE");
 }
 END_TEST
 

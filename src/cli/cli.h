@@ -50,6 +50,14 @@ remat_report_format remat_cli_format(remat_report_doc doc, int json);
 /* Maps a status to an exit code. */
 int remat_cli_exit_for(remat_status st);
 
+/* err's message with the library's API parameter names spelled as this
+ * command's flags ("use a larger dp_step" -> "use a larger --dp-step"), in
+ * out[0..cap) or err's own text when nothing changes; for argument errors
+ * and unmet budgets only (other messages may quote a graph's ids). Every
+ * message of the library that reaches the user passes through it:
+ * remat_cli_fail does so, and so must a command that prints one itself. */
+const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap);
+
 /* Prints "remat: <msg>" to stderr and returns the exit code for err. */
 int remat_cli_fail(const remat_err *err);
 

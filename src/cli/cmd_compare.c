@@ -142,6 +142,13 @@ int cmd_compare(int argc, char **argv)
         if (remat_compare_run(a, &o, rows, 32, &n, &err) != REMAT_OK) {
             rc = err.code == REMAT_EOVERFLOW ? remat_cli_fail_in(argv[optind], &err) : remat_cli_fail(&err);
         } else {
+            /* A row's message is the library's: told in this command's flags. */
+            for (size_t i = 0; i < n; i++) {
+                remat_err why = {.code = rows[i].status};
+                char said[2 * REMAT_ERR_MSG_MAX];
+                snprintf(why.msg, sizeof why.msg, "%s", rows[i].message);
+                snprintf(rows[i].message, sizeof rows[i].message, "%s", remat_cli_in_flags(&why, said, sizeof said));
+            }
             remat_report_input in = {.a = a, .o = &o, .rows = rows, .n_rows = n};
             text = remat_report_write(REMAT_DOC_COMPARE, &in, remat_cli_format(REMAT_DOC_COMPARE, json), &len, &err);
             rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);

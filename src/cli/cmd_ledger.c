@@ -119,7 +119,8 @@ int cmd_ledger(int argc, char **argv)
     if (st != REMAT_OK)
         return remat_cli_fail(&err);
     size_t len;
-    char *text = remat_ledger_format(&r, json, &len, &err);
+    remat_report_input in = {.ledger = &r};
+    char *text = remat_report_write(REMAT_DOC_LEDGER, &in, remat_cli_format(REMAT_DOC_LEDGER, json), &len, &err);
     int rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
     remat_free(text);
     return rc;

@@ -275,8 +275,9 @@ static void print_infeasible_json(const remat_analysis *a, const remat_plan_opti
         remat_buf_printf(&b, ", \"smallest_budget\": %llu", (unsigned long long)smallest);
     else
         remat_buf_puts(&b, ", \"smallest_budget\": null");
+    char said[2 * REMAT_ERR_MSG_MAX];
     remat_buf_puts(&b, ", \"message\": ");
-    remat_buf_json_str(&b, err->msg);
+    remat_buf_json_str(&b, remat_cli_in_flags(err, said, sizeof said));
     remat_buf_puts(&b, "}\n");
     if (!b.failed)
         fputs(b.data, f);
@@ -431,8 +432,8 @@ int cmd_plan(int argc, char **argv)
                 rc = remat_cli_fail(&err);
         }
         if (rc == REMAT_EXIT_OK) {
-            text = remat_report_replay(a, &plan.schedule, &r, NULL, json ? REMAT_REPORT_JSON : REMAT_REPORT_TEXT,
-                                       &len, &err);
+            remat_report_input in = {.a = a, .s = &plan.schedule, .r = &r};
+            text = remat_report_write(REMAT_DOC_REPLAY, &in, remat_cli_format(REMAT_DOC_REPLAY, json), &len, &err);
             if (!text) {
                 rc = remat_cli_fail(&err);
             } else if (json) {

@@ -187,7 +187,7 @@ static int word_char(char c)
  * as a whole word ("use a larger dp_step" -> "use a larger --dp-step").
  * Only for argument errors and unmet budgets: other messages quote the
  * user's graph, whose ids may be anything. */
-static const char *in_flags(const remat_err *err, char *out, size_t cap)
+const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
 {
     const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
     if (err->code != REMAT_EINVAL && err->code != REMAT_EINFEASIBLE)
@@ -219,7 +219,7 @@ int remat_cli_fail(const remat_err *err)
 {
     char buf[2 * REMAT_ERR_MSG_MAX];
     fputs("remat: ", stderr);
-    remat_cli_put_escaped(stderr, in_flags(err, buf, sizeof buf));
+    remat_cli_put_escaped(stderr, remat_cli_in_flags(err, buf, sizeof buf));
     fputc('\n', stderr);
     return remat_cli_exit_for(err->code);
 }
@@ -227,7 +227,7 @@ int remat_cli_fail(const remat_err *err)
 int remat_cli_fail_in(const char *file, const remat_err *err)
 {
     char buf[2 * REMAT_ERR_MSG_MAX];
-    const char *msg = in_flags(err, buf, sizeof buf);
+    const char *msg = remat_cli_in_flags(err, buf, sizeof buf);
     size_t n = strlen(file);
     if (strncmp(msg, file, n) == 0 && msg[n] == ':') /* it names the file already */
         return remat_cli_fail(err);

@@ -3,7 +3,8 @@
  * import_dtr.c and remat/import.h): once the whole log is read, decides the
  * gradient seed and the loss (or the outputs) and which constants are
  * params, asks remat_analyze which ops get a backward step (so that saves
- * are given only to ops whose backward step will read them), gives
+ * are given only to ops whose backward step will read them) and, from the
+ * same analysis, which ops read each tensor, gives
  * every backward instruction's reads and time to a forward op, and writes
  * the remat graph.
  */
@@ -18,8 +19,8 @@
 
 #define NONE REMAT_DTR_NONE
 
-/* Records "source: message" (REMAT_EGRAPH) and returns 0: what this half
- * refuses is the log as a whole, not a line. */
+/* Records "source: message" (REMAT_EGRAPH, the file in err's location)
+ * and returns 0: what this half refuses is the log as a whole, not a line. */
 static int fail(dtr_cx *c, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -28,12 +29,10 @@ static int fail(dtr_cx *c, const char *fmt, ...)
 
 static int fail(dtr_cx *c, const char *fmt, ...)
 {
-    char detail[REMAT_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    remat__err_vat(c->err, REMAT_EGRAPH, c->source, 0, 0, NULL, NULL, fmt, ap);
     va_end(ap);
-    remat_err_set(c->err, REMAT_EGRAPH, "%s: %s", c->source, detail);
     return 0;
 }
 
@@ -61,17 +60,28 @@ static int fits(const dtr_cx *c, uint32_t op, const uint32_t *s, uint32_t n)
     return 1;
 }
 
+/* The converted graph's view of the log's tables: its analysis (whose
+ * consumer lists are the readers of each tensor, in forward order), each
+ * log tensor's graph tensor (NONE for those the graph has not: backward
+ * ones) and each graph op's log op. */
+typedef struct {
+    const remat_analysis *a;
+    uint32_t *tensor; /* log tensor -> graph tensor */
+    uint32_t *op;     /* graph op -> log op */
+} graph_view;
+
 /* The op that fits s[0..n): the earliest, in forward order, whose type is
  * fwd_type (the backward NAME's own forward op), else the earliest of all.
  * The producer of s[0] comes before every op that reads it and the readers
- * are listed in op order, so the first fit found is the earliest. NONE if
- * none fits. */
-static uint32_t pick(const dtr_cx *c, const uint32_t *cons_off, const uint32_t *cons, const uint32_t *s, uint32_t n,
-                     const char *fwd_type)
+ * are listed in forward order, so the first fit found is the earliest. NONE
+ * if none fits. */
+static uint32_t pick(const dtr_cx *c, const graph_view *v, const uint32_t *s, uint32_t n, const char *fwd_type)
 {
-    uint32_t t0 = s[0], first = NONE, n_cand = cons_off[t0 + 1] - cons_off[t0] + 1;
+    uint32_t t0 = s[0], first = NONE, gt = v->tensor[t0];
+    const uint32_t *cons = gt == NONE ? NULL : v->a->cons + v->a->cons_off[gt];
+    uint32_t n_cand = 1 + (gt == NONE ? 0 : v->a->cons_off[gt + 1] - v->a->cons_off[gt]);
     for (uint32_t k = 0; k < n_cand; k++) {
-        uint32_t op = k == 0 ? c->t.v[t0].producer : cons[cons_off[t0] + k - 1];
+        uint32_t op = k == 0 ? c->t.v[t0].producer : v->op[cons[k - 1]];
         if (op == NONE || !fits(c, op, s, n))
             continue;
         if (first == NONE)
@@ -94,38 +104,24 @@ static int add_save(dtr_cx *c, uint32_t op, uint32_t ti)
 static int give_time(dtr_cx *c, uint32_t op, uint64_t time)
 {
     if (!remat_u64_add(c->op.v[op].bwd_time, time, &c->op.v[op].bwd_time)) {
-        remat_err_set(c->err, REMAT_EOVERFLOW, "%s: the backward TIME given to op '%.80s' (line %u) exceeds 2^64-1 ns",
-                      c->source, c->t.v[c->ref.v[c->op.v[op].out_off]].id, c->op.v[op].line);
+        const char *id = c->t.v[c->ref.v[c->op.v[op].out_off]].id;
+        remat__err_at(c->err, REMAT_EOVERFLOW, c->source, 0, 0, NULL, id,
+                      "the backward TIME given to op '%.80s' (line %u) exceeds 2^64-1 ns", id, c->op.v[op].line);
         return 0;
     }
     return 1;
 }
 
-static int attribute(dtr_cx *c)
+static int attribute(dtr_cx *c, const remat_graph *g, const remat_analysis *a)
 {
-    uint32_t nt = c->t.n;
-    uint32_t *cons_off = remat__array((size_t)nt + 1, sizeof *cons_off);
-    uint32_t *cons = remat__array(c->ref.n ? c->ref.n : 1, sizeof *cons);
-    if (!cons_off || !cons) {
-        remat__free(cons_off);
-        remat__free(cons);
-        return remat__dtr_nomem(c);
-    }
-    /* Every op's readers of each tensor, in op order (a counting sort). */
-    for (uint32_t o = 0; o < c->op.n; o++)
-        for (uint32_t k = 0; k < c->op.v[o].n_in; k++)
-            cons_off[c->ref.v[c->op.v[o].in_off + k] + 1]++;
-    for (uint32_t i = 0; i < nt; i++)
-        cons_off[i + 1] += cons_off[i];
-    uint32_t *fill = remat__array((size_t)nt + 1, sizeof *fill);
-    int ok = fill ? 1 : remat__dtr_nomem(c);
-    if (ok) {
-        memcpy(fill, cons_off, ((size_t)nt + 1) * sizeof *fill);
-        for (uint32_t o = 0; o < c->op.n; o++)
-            for (uint32_t k = 0; k < c->op.v[o].n_in; k++)
-                cons[fill[c->ref.v[c->op.v[o].in_off + k]]++] = o;
-    }
-    remat__free(fill);
+    graph_view v = {a, remat__array(c->t.n ? c->t.n : 1, sizeof *v.tensor),
+                    remat__array(g->n_ops ? g->n_ops : 1, sizeof *v.op)};
+    int ok = v.tensor && v.op ? 1 : remat__dtr_nomem(c);
+    for (uint32_t i = 0; ok && i < c->t.n; i++)
+        v.tensor[i] = c->t.v[i].fwd ? remat_graph_find_tensor(g, c->t.v[i].id) : NONE;
+    for (uint32_t o = 0, k = 0; ok && o < c->op.n; o++)
+        if (!c->op.v[o].dropped)
+            v.op[k++] = o;
     for (uint32_t r = 0; ok && r < c->rd.n; r++) {
         const dread *d = &c->rd.v[r];
         uint32_t n = 0, *s = c->rref.v + d->off;
@@ -140,14 +136,14 @@ static int attribute(dtr_cx *c)
             c->sum.unattributed_ns = remat__dtr_sat_add(c->sum.unattributed_ns, d->time);
             continue;
         }
-        uint32_t op = pick(c, cons_off, cons, s, n, d->fwd_type), timed = NONE;
+        uint32_t op = pick(c, &v, s, n, d->fwd_type), timed = NONE;
         if (op != NONE) {
             for (uint32_t k = 0; ok && k < n; k++)
                 ok = add_save(c, op, s[k]);
             timed = op;
         } else {
             for (uint32_t k = 0; ok && k < n; k++) {
-                uint32_t o1 = pick(c, cons_off, cons, s + k, 1, d->fwd_type);
+                uint32_t o1 = pick(c, &v, s + k, 1, d->fwd_type);
                 if (o1 == NONE) {
                     c->sum.unattributed_reads++;
                     continue;
@@ -166,8 +162,8 @@ static int attribute(dtr_cx *c)
             ok = give_time(c, timed, d->time);
         }
     }
-    remat__free(cons_off);
-    remat__free(cons);
+    remat__free(v.tensor);
+    remat__free(v.op);
     return ok;
 }
 
@@ -378,7 +374,8 @@ static int write_graph(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed
  * is the k-th op not dropped. A graph the loader refuses would be refused
  * after the conversion too; the message says so in the words the CLI used
  * for that case, keeping the loader's location. */
-static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed)
+static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t seed, remat_graph **gp,
+                          remat_analysis **ap)
 {
     remat_import_dtr_summary counted = c->sum; /* the writer counts views and saves: once, at the end */
     remat_buf b;
@@ -389,8 +386,10 @@ static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t s
     remat_analysis *a = NULL;
     remat_err e;
     remat_err_init(&e);
-    if (ok && (remat_graph_load_json(b.data, b.len, c->source, &g, &e) != REMAT_OK ||
-               remat_analyze(g, &a, &e) != REMAT_OK)) {
+    ok = ok && remat_graph_load_json(b.data, b.len, c->source, &g, &e) == REMAT_OK;
+    remat_buf_destroy(&b); /* the graph holds copies of what it needs: the text can go before the analysis */
+    ok = ok && remat_analyze(g, &a, &e) == REMAT_OK;
+    if (!ok && e.code != REMAT_OK) {
         if (e.code == REMAT_ENOMEM)
             ok = remat__dtr_nomem(c);
         else
@@ -400,16 +399,20 @@ static int backward_steps(dtr_cx *c, const char *name, uint32_t loss, uint32_t s
     for (uint32_t o = 0, k = 0; ok && o < c->op.n; o++)
         if (!c->op.v[o].dropped)
             c->op.v[o].has_bwd = a->bwd_step[k++] != REMAT_NONE;
-    remat_analysis_destroy(a);
-    remat_graph_destroy(g);
-    remat_buf_destroy(&b);
+    *gp = g;
+    *ap = a;
     return ok;
 }
 
 int remat__dtr_map(dtr_cx *c, const char *name, remat_buf *b)
 {
     uint32_t loss, seed;
-    if (!roles(c, &loss, &seed) || !backward_steps(c, name, loss, seed) || !attribute(c))
+    remat_graph *g = NULL;
+    remat_analysis *a = NULL;
+    int ok = roles(c, &loss, &seed) && backward_steps(c, name, loss, seed, &g, &a) && attribute(c, g, a);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    if (!ok)
         return 0;
     /* One save per (op, tensor), in tensor order within each op. */
     if (c->sv.n) /* qsort wants an array even for no elements */

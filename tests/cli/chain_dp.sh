@@ -32,6 +32,9 @@ expect chain_dp_step_too_small 2 "chain-dp: a step of 1 B gives" -- \
 # tells them as the flags the user typed.
 expect chain_dp_step_names_flags 2 "use a larger --dp-step or fewer --dp-slots" -- \
     "$REMAT" plan "$T4" --strategy chain-dp --dp-step 1 --activation-budget "$T4_HALF"
+# ... but only in argument and budget errors: a graph's own ids stay as written.
+printf '{"format": "remat-graph", "version": 1, "inputs": [{"id": "x", "bytes": 4}],\n "ops": [{"id": "a", "op": "f", "inputs": ["dp_step"], "bytes": 4, "flops": 1}], "outputs": ["a"]}' >"$T/dp_id.json"
+expect chain_dp_graph_ids_unmapped 3 "ops[0].inputs[0]: unknown tensor id 'dp_step'" -- "$REMAT" lifetimes "$T/dp_id.json"
 expect chain_dp_slots_not_a_number 2 "--dp-slots: 'x' is not a whole number" -- \
     "$REMAT" plan "$T4" --strategy chain-dp --dp-slots x --activation-budget "$T4_HALF"
 
