@@ -368,8 +368,7 @@ int cmd_plan(int argc, char **argv)
     if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
-        remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }

@@ -158,8 +158,7 @@ int cmd_replay(int argc, char **argv)
     uint64_t reserve = 0;
     if ((rc = remat_cli_ledger_extras("replay", a, &L, &extras, &reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
-        remat_cli_ledger_destroy(&L);
-    remat_analysis_destroy(a);
+        remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
