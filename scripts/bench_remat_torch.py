@@ -72,27 +72,30 @@ def peak_of(step, params, inputs):
 
 
 def timed_step(step, params, inputs):
+    """(wall seconds, CPU seconds of this process) of one training step."""
     for p in params:
         p.grad = None
     torch.manual_seed(123)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     loss = step(*inputs)
     loss.backward()
-    dt = time.perf_counter() - t
+    dt, dc = time.perf_counter() - t, time.process_time() - c
     del loss
-    return dt
+    return dt, dc
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("remat")
     ap.add_argument("--models", default="resnet18,gpt,unet")
-    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=15)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    print("median of %d interleaved rounds (one step of every method per round), 1 thread; peak = "
-          "torch.profiler's step peak beyond params and inputs" % a.steps)
-    print("%-9s %-40s %12s %9s %8s" % ("model", "method", "peak (B)", "step (s)", "extra"))
+    print("%d interleaved rounds (one step of every method per round), 1 thread (torch.set_num_threads(1)); "
+          "peak = torch.profiler's step peak beyond params and inputs; CPU = this process's CPU time per step "
+          "(median); extra = median over rounds of the step's CPU time / its baseline's in the same round, "
+          "[quartiles]" % a.steps)
+    print("%-9s %-44s %12s %8s %8s %20s" % ("model", "method", "peak (B)", "CPU (s)", "wall (s)", "extra [q1, q3]"))
     for name in a.models.split(","):
         model, inputs = rc.build(name)
         params = list(model.parameters())
@@ -119,17 +122,23 @@ def main():
             except RuntimeError as e:
                 failed.append("remat at %s's peak: %s" % (label, str(e).split(": build/")[0][13:]))
                 continue
-            lab = "remat at %s's peak (%s)" % (label, st.remat_report["chosen"])
+            lab = "remat at %s's peak (%s, %.1f%% FLOPs)" % (label, st.remat_report["chosen"],
+                                                            100 * float(st.remat_report["overhead"] or 0))
             methods.append((lab, st, "AOT default partition"))
             peaks[lab] = peak_of(st, params, inputs)
         times = {m[0]: [] for m in methods}
         for _ in range(a.steps):
             for label, st, _ in methods:
                 times[label].append(timed_step(st, params, inputs))
-        med = {k: statistics.median(v) for k, v in times.items()}
         for label, _, base in methods:
-            extra = "" if base is None else "%+.1f%%" % (100 * (med[label] / med[base] - 1))
-            print("%-9s %-40s %12d %9.3f %8s" % (name, label, peaks[label], med[label], extra))
+            cpu = statistics.median(c for _, c in times[label])
+            wall = statistics.median(w for w, _ in times[label])
+            extra = ""
+            if base is not None:
+                r = sorted(c / cb - 1 for (_, c), (_, cb) in zip(times[label], times[base]))
+                q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+                extra = "%+.1f%% [%+.1f, %+.1f]" % (100 * statistics.median(r), 100 * q[0], 100 * q[2])
+            print("%-9s %-44s %12d %8.3f %8.3f %20s" % (name, label, peaks[label], cpu, wall, extra))
         for f in failed:
             print("%-9s %s" % (name, f))
         sys.stdout.flush()

@@ -18,7 +18,14 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    backward nodes show which forward values are read at all; each is given
    to the op whose ATen formula reads it (an input of most ops, the output of
    relu/sigmoid/tanh/softmax/exp, the statistics or indices output of
-   batch/layer norm and max-pool), else to the op that made it.
+   batch/layer norm and max-pool), else to the op that made it. Which op's
+   formula reads a value is read off the joint graph: each backward node
+   belongs to the forward op whose derivative it is (convolution_backward
+   to convolution, threshold_backward to relu; torch_schedule.Owners), else
+   to the op holding most of the forward values it reads. split/unbind
+   outputs are views of their input; views that only the backward reads
+   are their base. Batch norm's CPU backward temporary (as large as its
+   input) is measured as bwd_workspace beside convolution's.
 3. remat plans under the budget: `remat plan GRAPH --strategy S --budget B
    -o PLAN --json`, run as a subprocess (the binary is the `remat` argument,
    $REMAT, or build/remat of this checkout); the command and the plan's
@@ -29,6 +36,14 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    nodes it needs into the backward graph). The copies are then moved, each
    to just before its first user, so a recomputed value lives only while its
    backward needs it, as remat's schedule does.
+   That is a keep set's schedule. A plan with a schedule of its own (dtr,
+   revolve, chain-dp, exact, or auto choosing one of them) recomputes a
+   value several times or frees it between uses, and may evict during the
+   forward: torch_schedule.build makes forward and backward graphs that run
+   that schedule, one copy per RECOMPUTE instance, each gradient node
+   reading the instance remat has live at its BWD step. compile's
+   schedule="always" runs keep-set plans that way too, "never" asks only
+   keep-set strategies.
 5. Both graphs run in a small interpreter that frees every value after its
    last use and lets the backward drop each saved tensor once read for the
    last time (the boxed calling convention), so PyTorch's live memory follows
@@ -39,6 +54,7 @@ functorch's min-cut partitioner and its default (save what the forward
 made) partitioner, through the same interpreter: the peers the bench
 compares with.
 """
+import bisect
 import json
 import os
 import re
@@ -56,10 +72,12 @@ from functorch._src.named_members_polyfill import _named_buffers, _named_paramet
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import export_torch as ex  # noqa: E402
-from torch_workspace import ConvWorkspace  # noqa: E402
+from torch_workspace import ConvWorkspace, NormWorkspace  # noqa: E402
+import torch_schedule  # noqa: E402
 
 aten = torch.ops.aten
 WS = ConvWorkspace()
+NORM_WS = NormWorkspace()
 VIEWS = ex.VIEW_FREE | {"detach", "alias", "expand", "view", "t", "transpose", "permute", "_reshape_alias",
                         "_unsafe_view", "squeeze", "unsqueeze", "slice", "select", "as_strided"}
 SAVES_OUTPUT = {"relu", "sigmoid", "tanh", "_softmax", "_log_softmax", "exp", "threshold", "elu", "hardsigmoid"}
@@ -150,6 +168,8 @@ def storages(joint, fwd, primals, real):
                 a = load(n.args)
                 # the input's gradient is computed unless the input is a data input (a placeholder)
                 info[("ws", n)] = WS.measure(list(a), n.args[0].op != "placeholder")
+            elif _pkt(n) == "native_batch_norm" and len(n.args) > 5 and n.args[5] is True:
+                info[("ws", n)] = NORM_WS.measure(list(load(n.args)), n.args[0].op != "placeholder")
             for a in n.all_input_nodes:
                 if last.get(a) == i and a.op != "placeholder":
                     env.pop(a, None)
@@ -184,9 +204,23 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
     kinds = {p.name: "param" if i < n_params else "input" for i, p in enumerate(primals)}
     ops = []
     by_id = {}
+    # Views that only the backward reads (a transpose of a saved q for its bmm's backward): the joint
+    # graph computes them from forward values, so they look like forward ops, and as forward ops remat
+    # would run them at the end of the forward, holding their base's storage until then. They are the
+    # base itself, read by the backward (the backward graph makes the view where it reads it).
+    fwd_set = set(fwd)
+    bwd_view = set()
+    for n in reversed(fwd):
+        if (_pkt(n) in VIEWS and n.users and
+                all(u not in fwd_set or u in bwd_view for u in n.users if u.op != "output") and
+                all(u.op != "output" for u in n.users)):
+            bwd_view.add(n)
     for n in fwd:
         name = _pkt(n)
         if name == "getitem":
+            continue
+        if n in bwd_view and n.all_input_nodes and n.all_input_nodes[0] in tid:
+            tid[n] = tid[n.all_input_nodes[0]]
             continue
         ins = []
         for a in n.all_input_nodes:
@@ -204,6 +238,19 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
         d = {"id": n.name, "op": name, "inputs": list(dict.fromkeys(ins))}
         if multi:
             outs = sorted((u for u in n.users if _pkt(u) == "getitem"), key=lambda u: u.args[1])
+            src = [a for a in n.all_input_nodes if a in sizes and a in tid]
+            base = [next((a for a in src if u in sizes and sizes[a][0] == sizes[u][0]), None) for u in outs]
+            if outs and all(b is not None for b in base):
+                # split/unbind/chunk: every output is a view of the input's storage, one view op each
+                # (as one op with outputs they would each count the whole storage as new bytes)
+                for u, b in zip(outs, base):
+                    utm = _meta(u)
+                    v = {"id": u.name, "op": name, "inputs": [tid[b]], "alias_of": tid[b], "bytes": _bytes(utm),
+                         "dtype": ex.DTYPE_NAMES.get(utm.dtype, "f32"), "shape": list(utm.shape), "_node": n}
+                    tid[u] = u.name
+                    ops.append(v)
+                    by_id[v["id"]] = v
+                continue
             lst = []
             for u in outs:
                 utm = _meta(u)
@@ -275,6 +322,19 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
             continue
         for i in dict.fromkeys(d["inputs"]):
             family.setdefault(root_of(i), []).append(d)
+    # Which op's backward reads each value: the op each backward node of the joint graph belongs to
+    # (torch_schedule.Owners: its derivative formula, else the op holding most of what it reads).
+    owner = torch_schedule.Owners(ops, tid)
+    fwd_set = set(fwd)
+    read_by = {}
+    for n in joint.graph.nodes:
+        if n.op != "call_function" or n in fwd_set:
+            continue
+        fargs = [a for a in n.all_input_nodes if a in fwd_set or _is_primal(a)]
+        xs = owner(n, fargs) if fargs else []
+        for a in fargs:
+            for x in xs:
+                read_by.setdefault(tid.get(a), set()).add(x)
     for v in sorted(read_ids):
         if kinds.get(v) is not None or v not in producer:
             continue  # params and inputs are resident anyway
@@ -287,6 +347,8 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
             # order), not just until its own view op's (early) backward step.
             fam = family.get(root_of(v), [])
             owners = [min(fam, key=lambda d: index[d["id"]])] if fam else [p]
+        elif read_by.get(v):
+            owners = [by_id[x] for x in sorted(read_by[v], key=lambda x: index[x])]
         elif p["op"] in SAVES_OUTPUT or (outs and outs.index(v) > 0 if v in outs else False):
             owners = [p]
         else:
@@ -382,6 +444,9 @@ def sink_recomputation(bw, recomputed_names):
     return bw
 
 
+MARK_RETURNED = False     # runner: mark each returned gradient for measured_peaks (profiling only)
+
+
 def runner(gm, _inputs=None):
     """A boxed function running an FX graph node by node, freeing each value after its last use (and the
     caller's argument list as it is read), so memory follows the graph's order."""
@@ -394,6 +459,10 @@ def runner(gm, _inputs=None):
     for a, i in last.items():
         free_after.setdefault(i, []).append(a)
     placeholders = [n for n in nodes if n.op == "placeholder"]
+    # The backward graph's results (it reads tangents): the parameter gradients
+    returned = set()
+    if nodes and nodes[-1].op == "output" and any(_is_tangent(n) for n in nodes):
+        returned = set(nodes[-1].all_input_nodes)
 
     def load(a, env):
         if isinstance(a, fx.Node):
@@ -414,9 +483,18 @@ def runner(gm, _inputs=None):
                 pass
             elif n.op == "call_function":
                 env[n] = n.target(*load(n.args, env), **load(n.kwargs, env))
+                if MARK_RETURNED and n in returned and isinstance(env[n], torch.Tensor):
+                    # measured_peaks: from here on this storage is a returned (parameter) gradient
+                    v = env[n]
+                    with torch.profiler.record_function("remat_torch:returned:%d:%d" %
+                                                        (v.storage().data_ptr(), v.storage().nbytes())):
+                        pass
             elif n.op == "get_attr":
                 env[n] = getattr(gm, n.target)
             elif n.op == "output":
+                if MARK_RETURNED and returned:
+                    with torch.profiler.record_function("remat_torch:backward_end"):
+                        pass
                 return list(load(n.args[0], env))
             for a in free_after.get(i, ()):
                 env.pop(a, None)
@@ -471,17 +549,16 @@ def _warm(compiled, example_inputs):
 
 
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
-# policy"): the schedule this module builds. auto qualifies when its choice is one of them.
+# policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
 CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
-              ("mincut",))
+              ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
 
 
-def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report):
+def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report, schedules=True):
     """Asks remat for a plan under the budget from each candidate strategy (one subprocess each, the
-    commands recorded in report["commands"]); keeps the feasible keep-set plan with the least extra FLOPs.
-    A schedule of its own (revolve, exact, dtr, chain-dp) replays recomputation this module does not
-    build, so auto's plan is taken only when its choice hands a keep set to the default policy."""
+    commands recorded in report["commands"]); keeps the feasible plan with the least extra FLOPs
+    (schedules=False: keep-set plans only)."""
     best = None
     report["commands"] = []
     for i, cand in enumerate(strategies):
@@ -499,19 +576,24 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
         rep = json.loads(r.stdout)["replay"]
         chosen = (plan.get("params") or {}).get("chosen", plan.get("strategy"))
         line.update(chosen=chosen, peak_bytes=rep["peak_bytes"], recompute_flops=rep["flops"]["recompute"])
-        if chosen not in KEEP_SET and not str(chosen).startswith("local"):
+        if not schedules and not is_keep_set(chosen):
             line["skipped"] = "its own schedule"
             continue
         if best is None or rep["flops"]["recompute"] < best[1]["flops"]["recompute"]:
             best = (plan, rep, ppath, line["command"])
     if best is None:
-        raise RuntimeError("remat_torch: no keep-set plan meets %s %s: %s" %
-                           (budget_option, budget, "; ".join("%s -> exit %d %s" % (c["command"], c["exit"],
-                                                                                  c.get("message") or
-                                                                                  c.get("skipped", ""))
-                                                            for c in report["commands"])))
+        why = "; ".join("%s -> exit %d %s" % (c["command"], c["exit"], c.get("message") or c.get("skipped", ""))
+                        for c in report["commands"])
+        raise RuntimeError("remat_torch: no %splan meets %s %s: %s" %
+                           ("" if schedules else "keep-set ", budget_option, budget, why))
     report["command"], report["plan"] = best[3], best[2]
     return best[0], best[1]
+
+
+def is_keep_set(chosen):
+    """Whether a plan's strategy hands a keep set to remat's default policy (auto's local search does)."""
+    name = str(chosen).split("/")[0]     # chen-greedy/linearized, sqrtn/paper
+    return name in KEEP_SET or name.startswith("local")
 
 
 UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 10 ** 3,
@@ -526,6 +608,50 @@ def parse_bytes(b):
     if not m or (m.group(2) or "") not in UNITS:
         raise ValueError("remat_torch: budget '%s' is not a byte size (123, 4KiB, 1.5GiB, 2GB)" % b)
     return int(float(m.group(1)) * UNITS[m.group(2) or ""])
+
+
+def measured_peaks(prof):
+    """(step peak, activation peak) of a profiled step: the peak of the allocator's running sum, and the
+    peak of the same sum less the parameter gradients the backward graph has returned (marked by the
+    runner when MARK_RETURNED is set), each from the allocation that made it: the latest allocation of
+    its size before its mark that no free of that size undoes (allocator events carry no address). That is remat's activation peak
+    (activations, recomputed activations, activation gradients, workspace) as PyTorch's allocator sees
+    it, up to the backward graph's end (after it autograd only moves the gradients into .grad)."""
+    evs = list(prof.profiler.kineto_results.events())
+    mem = sorted(((e.start_us(), e.nbytes()) for e in evs if e.name() == "[memory]"), key=lambda x: x[0])
+    marks, end = [], None
+    for e in evs:
+        if e.name().startswith("remat_torch:returned:"):
+            _, _, ptr, nb = e.name().split(":")
+            marks.append((e.start_us(), int(ptr), int(nb)))
+        elif e.name() == "remat_torch:backward_end":
+            end = e.start_us()
+    times = [t for t, _ in mem]
+    grad_at = {}                 # memory event index -> gradient bytes it allocated
+    seen = set()
+    for t, ptr, nb in sorted(marks):
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        k = bisect.bisect_right(times, t) - 1
+        freed = 0                # frees of this size after k: the allocations they undo were temporaries
+        while k >= 0:
+            if mem[k][1] == -nb:
+                freed += 1
+            elif mem[k][1] == nb and k not in grad_at:
+                if not freed:
+                    break
+                freed -= 1
+            k -= 1
+        grad_at[max(k, 0)] = grad_at.get(max(k, 0), 0) + nb
+    cur = peak = grads = act = 0
+    for k, (t, nb) in enumerate(mem):
+        cur += nb
+        grads += grad_at.get(k, 0)
+        peak = max(peak, cur)
+        if end is None or t <= end:
+            act = max(act, cur - grads)
+    return peak, act
 
 
 def measured_peak(step, model, example_inputs):
@@ -556,7 +682,7 @@ def measured_peak(step, model, example_inputs):
 
 
 def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
-            budget_option="--budget", calibrate=0):
+            budget_option="--budget", calibrate=0, schedule="auto"):
     """A module whose training step recomputes what remat's plan under `budget` says.
 
     budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
@@ -566,13 +692,14 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     lists each round's planned budget and measured peak.
     """
     if not calibrate:
-        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option)
+        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule)
     target = parse_bytes(budget)
     planned = target
     rounds = []
     step = None
     for _ in range(calibrate + 1):
-        step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option)
+        step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option,
+                        schedule)
         peak = measured_peak(step, model, example_inputs)
         total = step.remat_report["resident_bytes"] + peak
         rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
@@ -583,7 +710,7 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     return step
 
 
-def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option):
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule):
     remat = remat or _default_remat()
     n_params, frozen = _param_info(model)
     report = {}
@@ -595,20 +722,31 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
         gpath = os.path.join(workdir, "graph.json")
         with open(gpath, "w") as f:
             json.dump(graph, f)
-        plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report)
+        plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report,
+                                schedules=schedule != "never")
         keep = set(plan["keep"])
         report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
         report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],
                       activation_peak_bytes=rep.get("activation_peak_bytes"), flops=rep["flops"],
                       overhead=rep.get("overhead"), strategy=plan.get("strategy"),
                       chosen=(plan.get("params") or {}).get("chosen", plan.get("strategy")))
-        saved = saved_values_for(joint, keep, node_of, graph)
-        fw, bw = _extract_fwd_bwd_modules(joint, saved)
-        fwd_names = {n.name for n in split_joint(joint)[0]}
-        recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
-        report["recomputed_nodes"] = len(recomputed)
-        report["saved_values"] = len(saved)
-        sink_recomputation(bw, recomputed)
+        if schedule == "always" or not is_keep_set(report["chosen"]):
+            # remat's schedule itself: one copy per recomputation (torch_schedule.py)
+            fw, bw, info = torch_schedule.build(joint, graph, node_of, plan["schedule"])
+            report["graphs"] = "schedule"
+            report["recomputed_nodes"] = info["recompute_copies"]
+            report["saved_values"] = info["saved_values"]
+            report["schedule_info"] = info
+            recomputed = range(info["recompute_copies"])
+        else:
+            saved = saved_values_for(joint, keep, node_of, graph)
+            fw, bw = _extract_fwd_bwd_modules(joint, saved)
+            fwd_names = {n.name for n in split_joint(joint)[0]}
+            recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
+            report["graphs"] = "keep set"
+            report["recomputed_nodes"] = len(recomputed)
+            report["saved_values"] = len(saved)
+            sink_recomputation(bw, recomputed)
         if verbose:
             print("remat_torch: %s\nremat_torch: plan %s keeps %d of %d activations, replayed peak %s B, "
                   "%d forward nodes recomputed in backward" %

@@ -105,6 +105,29 @@ START_TEST(deepspeed_should_pad_as_the_engine_pads)
         {34, 34, 136, 68, 34}, {48, 34, 48, 24, 34}, {48, 12, 48, 24, 34}, {14, 14, 56, 28, 51}};
     for (uint32_t z = 0; z <= 3; z++)
         check_rank(a, g, z, 4, 0, &want[z]);
+    /* Before the first instruction: ZeRO 3's gradient partition (7 x 2 B)
+     * is already there (stage3.py allocates grad_partitions_flat_buffer
+     * when the engine starts); stage 2's comes at the first reduction
+     * (stage_1_and_2.py grads_in_partition), and its padded weights (48 B)
+     * are resident from the start. */
+    for (uint32_t z = 2; z <= 3; z++) {
+        remat_shard_config sc;
+        remat_shard_config_init(&sc, z, 4);
+        remat_sharding sh;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+        remat_exec_extras x = {0};
+        x.sharding = &sh;
+        remat_replay_cursor *c;
+        ck_assert_int_eq(remat_replay_begin(a, &x, NULL, &c, &err), REMAT_OK);
+        uint64_t by[REMAT_CAT_COUNT];
+        remat_replay_live_by_category(c, by);
+        ck_assert_uint_eq(by[REMAT_CAT_PARAM_GRADS], z == 3 ? 14 : 0);
+        ck_assert_uint_eq(by[REMAT_CAT_PARAMS], z == 3 ? 14 : 48);
+        remat_replay_cursor_destroy(c);
+        remat_sharding_destroy(&sh);
+    }
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
 }

@@ -211,7 +211,9 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *   stage 2: as 1, and REDUCE_SCATTER frees the bucket's whole gradients
  *     into the rank's gradient partition (allocated at the first one:
  *     2 ceil(Psi / 2dp) elements, DeepSpeed's grads_in_partition);
- *   stage 3: as 2, and weights sharded per param (ceil(e / dp) elements of
+ *   stage 3: as 2 (but the gradient partition, sum of ceil(e / dp), is
+ *     resident from the start: stage3.py allocates it with the engine), and
+ *     weights sharded per param (ceil(e / dp) elements of
  *     each, DeepSpeed partition_parameters.py pads each param to dp); a
  *     unit is gathered (ALLGATHER, category gathered_params, the padded
  *     whole) before a FWD, RECOMPUTE or BWD reads its params and released

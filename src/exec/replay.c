@@ -493,11 +493,22 @@ static remat_status place_leaves(replay *R)
         if (remat__replay_alloc_bytes(R, c, bytes) != REMAT_OK || remat__replay_notify_alloc(R, t, 0, c, bytes) != REMAT_OK)
             return R->err->code;
     }
-    /* ZeRO 1/2: the padding of the flat bit16 group every rank holds. */
-    if (x->sharding && x->sharding->weight_pad_bytes &&
-        (remat__replay_alloc_bytes(R, REMAT_CAT_PARAMS, x->sharding->weight_pad_bytes) != REMAT_OK ||
-         remat__replay_notify_alloc(R, REMAT_NONE, 0, REMAT_CAT_PARAMS, x->sharding->weight_pad_bytes) != REMAT_OK))
+    /* ZeRO 1/2: the padding of the flat bit16 group every rank holds.
+     * ZeRO 3: the gradient partition, which DeepSpeed allocates when the
+     * engine starts (stage3.py _setup_for_real_optimizer), not at the first
+     * reduction as stage 2 does. */
+    const remat_sharding *sh = x->sharding;
+    if (sh && sh->weight_pad_bytes &&
+        (remat__replay_alloc_bytes(R, REMAT_CAT_PARAMS, sh->weight_pad_bytes) != REMAT_OK ||
+         remat__replay_notify_alloc(R, REMAT_NONE, 0, REMAT_CAT_PARAMS, sh->weight_pad_bytes) != REMAT_OK))
         return R->err->code;
+    if (sh && sh->cfg.stage == 3) {
+        R->partition = 1;
+        if (sh->grad_partition_bytes &&
+            (remat__replay_alloc_bytes(R, REMAT_CAT_PARAM_GRADS, sh->grad_partition_bytes) != REMAT_OK ||
+             remat__replay_notify_alloc(R, REMAT_NONE, 1, REMAT_CAT_PARAM_GRADS, sh->grad_partition_bytes) != REMAT_OK))
+            return R->err->code;
+    }
     /* Views of leaves are produced by ops; their storage is the leaf's. */
     static const remat_category cats[5] = {REMAT_CAT_OPTIMIZER_STATE, REMAT_CAT_MASTER_WEIGHTS, REMAT_CAT_FROZEN,
                                             REMAT_CAT_COMM_BUFFERS, REMAT_CAT_WORKSPACE};

@@ -44,38 +44,6 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-typedef struct {
-    remat_budget_kind kind;
-    const remat_analysis *a;
-    uint64_t *fixed; /* per step: the non-activation high-water mark in the budget's categories */
-    uint32_t fwd_seen, bwd_seen;
-} fixed_obs;
-
-static int relevant(remat_budget_kind kind, int c)
-{
-    if (c == REMAT_CAT_ACTIVATIONS || c == REMAT_CAT_RECOMPUTED)
-        return 0;
-    return kind == REMAT_BUDGET_ACTIVATION ? remat_category_is_activation((remat_category)c) : 1;
-}
-
-static int fobs_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
-                     const uint64_t *hw_by_category)
-{
-    fixed_obs *o = ctx;
-    (void)index;
-    (void)live_after;
-    (void)high_water;
-    uint64_t s = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        if (relevant(o->kind, c))
-            s += hw_by_category[c]; /* bounded by the replay's checked total */
-    if (in.kind == REMAT_I_FWD && o->fwd_seen < o->a->g->n_ops)
-        o->fixed[o->fwd_seen++] = s;
-    else if (in.kind == REMAT_I_BWD && o->bwd_seen < o->a->n_bwd)
-        o->fixed[o->a->g->n_ops + o->bwd_seen++] = s;
-    return 0;
-}
-
 /* ---- A Fenwick tree of bytes and charges by rank --------------------------- */
 
 typedef struct {
@@ -147,23 +115,9 @@ static void sort_by_ratio(const item *it, uint32_t *v, uint32_t *tmp, uint32_t n
 
 static remat_status fixed_profile(remat_planner *P, uint64_t *fixed)
 {
-    const remat_analysis *a = P->a;
-    remat_schedule s;
-    remat_schedule_init(&s);
     remat_err local;
     remat_err_init(&local);
-    fixed_obs o = {P->o->budget_kind, a, fixed, 0, 0};
-    remat_replay_result r;
-    memset(&r, 0, sizeof r);
-    remat_status st = remat_schedule_store_all(a, &s, &local);
-    if (st == REMAT_OK) {
-        remat_replay_observer obs = {&o, NULL, NULL, fobs_step};
-        st = remat_replay(a, &s, &P->o->extras, &obs, &r, &local);
-        if (st == REMAT_OK && (!r.valid || o.fwd_seen != a->g->n_ops || o.bwd_seen != a->n_bwd))
-            st = remat_err_set(&local, REMAT_EINTERNAL, "the store-all schedule did not replay as expected");
-    }
-    remat_replay_result_destroy(&r);
-    remat_schedule_destroy(&s);
+    remat_status st = remat__fixed_profile(P, &P->o->extras, NULL, fixed, &local);
     if (st != REMAT_OK)
         return remat_err_set(P->err, st, "bound: %s", local.msg);
     return REMAT_OK;

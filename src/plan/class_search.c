@@ -40,85 +40,6 @@
 #define CLASS_MAX_STATES (1u << 22)
 
 typedef struct {
-    remat_budget_kind kind;
-    const remat_analysis *a;
-    uint64_t live[REMAT_CAT_COUNT];
-    uint64_t *pre, *hw; /* per step p: before it, at it; [T]: the optimizer step */
-    size_t cur;
-    int started;
-    uint32_t fwd, bwd;
-    uint64_t pending; /* live before the current instruction */
-} step_obs;
-
-static int relevant(remat_budget_kind kind, int c)
-{
-    if (c == REMAT_CAT_ACTIVATIONS || c == REMAT_CAT_RECOMPUTED)
-        return 0;
-    return kind == REMAT_BUDGET_ACTIVATION ? remat_category_is_activation((remat_category)c) : 1;
-}
-
-static uint64_t sum_relevant(remat_budget_kind kind, const uint64_t *v)
-{
-    uint64_t s = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        if (relevant(kind, c))
-            s += v[c];
-    return s;
-}
-
-/* The first event of an instruction sees the live bytes before it. */
-static void touch(step_obs *o, size_t index)
-{
-    if (o->started && index == o->cur)
-        return;
-    o->started = 1;
-    o->cur = index;
-    o->pending = sum_relevant(o->kind, o->live);
-}
-
-static int obs_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    step_obs *o = ctx;
-    (void)storage;
-    (void)grad;
-    touch(o, index);
-    o->live[cat] += bytes;
-    return 0;
-}
-
-static int obs_free(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    step_obs *o = ctx;
-    (void)storage;
-    (void)grad;
-    touch(o, index);
-    o->live[cat] -= bytes;
-    return 0;
-}
-
-static int obs_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
-                    const uint64_t *hw_by_category)
-{
-    step_obs *o = ctx;
-    (void)live_after;
-    (void)high_water;
-    touch(o, index);
-    const uint32_t n = o->a->g->n_ops, T = n + o->a->n_bwd;
-    uint32_t p = UINT32_MAX;
-    if (in.kind == REMAT_I_FWD && o->fwd < n)
-        p = o->fwd++;
-    else if (in.kind == REMAT_I_BWD && o->bwd < o->a->n_bwd)
-        p = n + o->bwd++;
-    else if (in.kind == REMAT_I_OPT)
-        p = T;
-    if (p != UINT32_MAX) {
-        o->pre[p] = o->pending;
-        o->hw[p] = sum_relevant(o->kind, hw_by_category);
-    }
-    return 0;
-}
-
-typedef struct {
     uint64_t cost;
     uint32_t prev;
     uint32_t instr; /* kind << 24 | arg */
@@ -222,8 +143,6 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
     uint8_t *done = remat__calloc(N, 1);
     heap h = {NULL, NULL, 0, 0};
     remat_status st = REMAT_OK;
-    remat_schedule sa;
-    remat_schedule_init(&sa);
     if (!bit || !act || !smask || !sbytes || !mbytes || !pre || !hw || !in_m || !out_m || !save_m || !need || !alive || !nd ||
         !done) {
         st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
@@ -300,22 +219,7 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
     {
         remat_err local;
         remat_err_init(&local);
-        step_obs o;
-        memset(&o, 0, sizeof o);
-        o.kind = P->o->budget_kind;
-        o.a = a;
-        o.pre = pre;
-        o.hw = hw;
-        remat_replay_result r;
-        memset(&r, 0, sizeof r);
-        st = remat_schedule_store_all(a, &sa, &local);
-        if (st == REMAT_OK) {
-            remat_replay_observer obs = {&o, obs_alloc, obs_free, obs_step};
-            st = remat_replay(a, &sa, &P->o->extras, &obs, &r, &local);
-            if (st == REMAT_OK && (!r.valid || o.fwd != n || o.bwd != a->n_bwd))
-                st = remat_err_set(&local, REMAT_EINTERNAL, "the store-all schedule did not replay as expected");
-        }
-        remat_replay_result_destroy(&r);
+        st = remat__fixed_profile(P, &P->o->extras, pre, hw, &local);
         if (st != REMAT_OK) {
             st = remat_err_set(P->err, st, "class search: %s", local.msg);
             goto done_;
@@ -423,7 +327,6 @@ remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t
         remat__free(path);
     }
 done_:
-    remat_schedule_destroy(&sa);
     remat__free(bit);
     remat__free(act);
     remat__free(smask);

@@ -117,138 +117,33 @@ static uint32_t max_need_of_op(const exact_model *M, const remat_op *op)
 
 /* ---- Constants from the store-all replay --------------------------------- */
 
-typedef struct {
-    remat_budget_kind kind;
-    uint64_t live[REMAT_CAT_COUNT];
-    size_t cur;
-    int started;
-    size_t n;
-    uint64_t *before, *hw;
-    uint64_t c_fwd;
-} cobs;
-
-/* Categories of the budget's metric, less the activations the model counts
- * itself. */
-static int relevant(remat_budget_kind kind, int c)
-{
-    if (c == REMAT_CAT_ACTIVATIONS || c == REMAT_CAT_RECOMPUTED)
-        return 0;
-    return kind == REMAT_BUDGET_ACTIVATION ? remat_category_is_activation((remat_category)c) : 1;
-}
-
-static uint64_t sum_relevant(remat_budget_kind kind, const uint64_t *v)
-{
-    uint64_t s = 0;
-    for (int c = 0; c < REMAT_CAT_COUNT; c++)
-        if (relevant(kind, c))
-            s += v[c]; /* bounded by the replay's checked total */
-    return s;
-}
-
-/* The first event of an instruction sees the live bytes before it. */
-static void cobs_touch(cobs *o, size_t index)
-{
-    if (o->started && index == o->cur)
-        return;
-    o->started = 1;
-    o->cur = index;
-    if (index < o->n)
-        o->before[index] = sum_relevant(o->kind, o->live);
-}
-
-static int cobs_alloc(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    cobs *o = ctx;
-    (void)storage;
-    (void)grad;
-    cobs_touch(o, index);
-    o->live[cat] += bytes;
-    return 0;
-}
-
-static int cobs_free(void *ctx, size_t index, uint32_t storage, int grad, remat_category cat, uint64_t bytes)
-{
-    cobs *o = ctx;
-    (void)storage;
-    (void)grad;
-    cobs_touch(o, index);
-    o->live[cat] -= bytes;
-    return 0;
-}
-
-static int cobs_step(void *ctx, size_t index, remat_instr in, uint64_t live_after, uint64_t high_water,
-                     const uint64_t *hw_by_category)
-{
-    cobs *o = ctx;
-    (void)in;
-    (void)live_after;
-    (void)high_water;
-    cobs_touch(o, index);
-    if (index < o->n)
-        o->hw[index] = sum_relevant(o->kind, hw_by_category);
-    if (index == 0)
-        o->c_fwd = sum_relevant(o->kind, o->live); /* a FWD allocates activations only */
-    return 0;
-}
-
 static remat_status compute_constants(remat_planner *P, exact_model *M)
 {
     const remat_analysis *a = M->a;
-    remat_schedule s;
-    remat_schedule_init(&s);
+    const size_t T = (size_t)a->g->n_ops + a->n_bwd;
+    uint64_t *pre = remat__array(T + 1, sizeof *pre), *hw = remat__array(T + 1, sizeof *hw);
     remat_err local;
     remat_err_init(&local);
-    cobs o;
-    memset(&o, 0, sizeof o);
-    o.kind = P->o->budget_kind;
-    remat_status st = remat_schedule_store_all(a, &s, &local);
+    remat_status st = pre && hw ? REMAT_OK : remat_err_set(&local, REMAT_ENOMEM, "out of memory planning");
+    /* The probe indexes the compute schedule: it measures without the
+     * sharding (plan.c's final replay judges each rank). */
+    remat_exec_extras xu = P->o->extras;
+    xu.sharding = NULL;
+    if (st == REMAT_OK)
+        st = remat__fixed_profile(P, &xu, pre, hw, &local);
     if (st == REMAT_OK) {
-        o.n = s.n + 1;
-        o.before = remat__array(o.n, sizeof *o.before);
-        o.hw = remat__array(o.n, sizeof *o.hw);
-        if (!o.before || !o.hw)
-            st = remat_err_set(&local, REMAT_ENOMEM, "out of memory planning");
-    }
-    remat_replay_result r;
-    memset(&r, 0, sizeof r);
-    if (st == REMAT_OK) {
-        remat_replay_observer obs = {&o, cobs_alloc, cobs_free, cobs_step};
-        /* The probe's observer indexes the compute schedule: it measures
-         * without the sharding (plan.c's final replay judges each rank). */
-        remat_exec_extras xu = P->o->extras;
-        xu.sharding = NULL;
-        st = remat_replay(a, &s, &xu, &obs, &r, &local);
-        if (st == REMAT_OK && !r.valid)
-            st = REMAT_EINTERNAL;
-    }
-    if (st == REMAT_OK) {
-        uint32_t j = 0;
+        /* A FWD allocates activations only: the non-activation part is
+         * the same before every forward step. */
         for (uint32_t t = 0; t < M->n; t++)
-            M->c_pre[t] = o.c_fwd;
-        M->c_opt = o.c_fwd;
-        for (size_t i = 0; i < s.n; i++) {
-            remat_instr in = s.ins[i];
-            if (in.kind == REMAT_I_BWD) {
-                if (j >= a->n_bwd || a->bwd_order[j] != in.arg) {
-                    st = REMAT_EINTERNAL;
-                    break;
-                }
-                M->c_pre[M->n + j] = o.before[i];
-                M->c_main[M->n + j] = o.hw[i];
-                j++;
-            } else if (in.kind == REMAT_I_OPT) {
-                M->c_opt = o.hw[i];
-            }
+            M->c_pre[t] = pre[0];
+        for (uint32_t j = 0; j < a->n_bwd; j++) {
+            M->c_pre[M->n + j] = pre[M->n + j];
+            M->c_main[M->n + j] = hw[M->n + j];
         }
-        if (st == REMAT_OK && j != a->n_bwd)
-            st = REMAT_EINTERNAL;
+        M->c_opt = hw[T];
     }
-    remat_replay_result_destroy(&r);
-    remat__free(o.before);
-    remat__free(o.hw);
-    remat_schedule_destroy(&s);
-    if (st == REMAT_EINTERNAL && !local.msg[0])
-        return remat_err_set(P->err, st, "exact: the store-all schedule did not replay as expected");
+    remat__free(pre);
+    remat__free(hw);
     if (st != REMAT_OK)
         return remat_err_set(P->err, st, "exact: %s", local.msg);
     return REMAT_OK;

@@ -97,6 +97,17 @@ remat_strategy_fn remat__strategy_lookup(const char *name);
  * returns how many went to out (at most cap). */
 size_t remat__strategies_ranked(int warm, const remat_strategy_info **out, size_t cap);
 
+/* The non-activation part of the budget's metric at each step of the
+ * fixed-order class (fixed_profile.c): step p < n_ops is forward position
+ * p's FWD, n_ops + j the j-th backward step, n_ops + n_bwd the optimizer
+ * step; pre[p] (pre may be NULL) the live bytes of every category but
+ * activations and recomputed (of the activation ones for an activation
+ * budget) before it, hw[p] at its high-water mark. Both arrays have
+ * n_ops + n_bwd + 1 entries. One replay of the store-all schedule under
+ * extras (the caller's choice: with or without a sharding). */
+remat_status remat__fixed_profile(const remat_planner *P, const remat_exec_extras *extras, uint64_t *pre,
+                                  uint64_t *hw, remat_err *err);
+
 /* A proven lower bound on the extra FLOPs of every schedule that runs the
  * FWD and BWD steps in the analysis's order (any RECOMPUTE and FREE between
  * them) within P's budget (bound.c). *infeasible = 1 (and *lb = UINT64_MAX)

@@ -10,19 +10,22 @@ For each model (small configurations: CPU, one thread) and each fraction f:
    joint graph; `remat replay` its store-all peak P (whole step), its
    activation peak A (activations, their gradients, workspace: what a plan
    can change) and the bytes R resident before the step (params and inputs).
-   The budget (remat's --budget, on the whole step) is B = P - (1 - f) x A:
-   f of the store-all activation memory, the weights and their gradients
-   as they are.
-2. remat_torch.compile(model, inputs, budget=B, calibrate=2) plans with remat
-   and builds the training step (planning again under B less the measured
-   excess when a measured step overshoots B, at most twice); one step runs
-   under torch.profiler(profile_memory=True)
-   (the peak of the allocator's running sum: what the step allocates beyond
-   what existed before it).
+   The budget is remat's --activation-budget f x A (the quantity Checkmate
+   calls the budget; with --budget-kind total, --budget P - (1 - f) x A on
+   the whole step, the weights and their gradients as they are).
+2. remat_torch.compile(model, inputs, budget=...) plans with remat (every
+   candidate strategy, the least extra FLOPs within the budget) and builds
+   the training step: a keep set through functorch's split, a schedule of
+   its own through scripts/torch_schedule.py; one step runs under
+   torch.profiler(profile_memory=True): its step peak (the peak of the
+   allocator's running sum: what the step allocates beyond what existed
+   before it) and its activation peak (the same less the parameter
+   gradients the backward has returned, remat_torch.measured_peaks).
 3. Checks: every parameter gradient bit-identical (torch.equal) to eager
-   PyTorch's on the same weights, input and RNG state; the measured peak
-   within the tolerance (default 5%) of remat's prediction (the plan's
-   replayed peak less R); R + measured peak within B.
+   PyTorch's on the same weights, input and RNG state; the measured step
+   peak within the tolerance (default 5%) of remat's prediction (the plan's
+   replayed peak less R); the measured activation peak within the budget
+   (with --budget-kind total: R + the measured step peak within it).
 
 Prints one line per model and fraction; exits 1 on a failed check.
 """
@@ -82,21 +85,23 @@ def build(name, seed=0):
     raise SystemExit("remat_torch_check: no model '%s'" % name)
 
 
-def profiled_step(step, params, inputs, seed=123):
-    """One training step under the profiler: (peak bytes beyond what existed, gradients)."""
+def profiled_step(step, params, inputs, seed=123, activation=False):
+    """One training step under the profiler: (peak bytes beyond what existed, gradients), and with
+    activation=True (peak, activation peak, gradients): remat_torch.measured_peaks."""
     for p in params:
         p.grad = None
     torch.manual_seed(seed)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        loss = step(*inputs)
-        loss.backward()
-        del loss
-    cur = peak = 0
-    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    for e in sorted(evs, key=lambda e: e.start_us()):
-        cur += e.nbytes()
-        peak = max(peak, cur)
-    return peak, [p.grad.clone() if p.grad is not None else None for p in params]
+    remat_torch.MARK_RETURNED = activation
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            loss = step(*inputs)
+            loss.backward()
+            del loss
+    finally:
+        remat_torch.MARK_RETURNED = False
+    peak, act = remat_torch.measured_peaks(prof)
+    grads = [p.grad.clone() if p.grad is not None else None for p in params]
+    return (peak, act, grads) if activation else (peak, grads)
 
 
 def replay(remat, graph, workdir, name):
@@ -119,6 +124,11 @@ def main():
                     help="rounds of plan, measure, plan again under the excess (remat_torch.compile's calibrate)")
     ap.add_argument("--no-auto", action="store_true",
                     help="leave out remat's auto (its exact MILP has a time limit, so its plan can vary with load)")
+    ap.add_argument("--budget-kind", choices=("activation", "total"), default="activation",
+                    help="activation: remat's --activation-budget f x A (activations, their gradients and "
+                    "workspace, the quantity Checkmate calls the budget); total: --budget P - (1 - f) x A")
+    ap.add_argument("--schedule", choices=("auto", "always", "never"), default="auto",
+                    help="remat_torch.compile's schedule: which plans run as remat's own schedule")
     a = ap.parse_args()
     strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto"))
     torch.set_num_threads(1)
@@ -138,29 +148,38 @@ def main():
               (name, len(graph["ops"]), P - R, R, sa_peak, sa_peak / (P - R),
                "bit-identical" if same else "DIFFERENT"))
         for f in (float(s) for s in a.fractions.split(",")):
-            budget = P - int((1 - f) * A)
+            if a.budget_kind == "activation":
+                budget, option = int(f * A), "--activation-budget"
+            else:
+                budget, option = P - int((1 - f) * A), "--budget"
             try:
-                step = remat_torch.compile(model, inputs, budget=budget, remat=a.remat, strategies=strategies,
-                                           calibrate=a.calibrate)
+                step = remat_torch.compile(model, inputs, budget=budget, budget_option=option, remat=a.remat,
+                                           strategies=strategies, calibrate=a.calibrate if option == "--budget"
+                                           else 0, schedule=a.schedule)
             except RuntimeError as e:
                 bad += 1
-                print("  FAIL f=%.1f budget %d B: %s" % (f, budget, str(e).split(": build/")[0]))
+                msg = str(e)
+                small = msg.find("the smallest")
+                print("  FAIL f=%.1f %s %d B: %s" % (f, option[2:], budget,
+                                                     msg[small:msg.find(";", small)] if small >= 0 else msg[:300]))
                 continue
             rep = step.remat_report
             predicted = int(rep["peak_bytes"]) - R
-            peak, grads = profiled_step(step, params, inputs)
+            peak, act, grads = profiled_step(step, params, inputs, activation=True)
             same = all(torch.equal(u, v) for u, v in zip(eager_grads, grads))
             ratio = peak / predicted
-            ok = same and abs(ratio - 1) <= a.tolerance and R + peak <= budget
+            within = act <= budget if option == "--activation-budget" else R + peak <= budget
+            ok = same and abs(ratio - 1) <= a.tolerance and within
             bad += not ok
             cal = rep.get("calibration") or []
-            print("  %s f=%.1f budget %d B%s: %s keeps %d, recomputes %d nodes, extra FLOPs %.1f%%; predicted %d B, "
-                  "measured %d B (%.4f), within budget: %s; gradients %s" %
-                  ("ok" if ok else "FAIL", f, budget,
+            print("  %s f=%.1f %s %d B%s: %s (%s graphs) keeps %d, %d recomputed nodes, extra FLOPs %.1f%%; "
+                  "step peak predicted %d B, measured %d B (%.4f); activation peak predicted %d B, measured %d B, "
+                  "within budget: %s; gradients %s" %
+                  ("ok" if ok else "FAIL", f, option[2:], budget,
                    " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
-                   if len(cal) > 1 else "", rep["chosen"], len(rep["keep"]), rep["recomputed_nodes"],
-                   100 * float(rep["overhead"] or 0), predicted, peak, ratio,
-                   "yes" if R + peak <= budget else "NO", "bit-identical" if same else "DIFFERENT"))
+                   if len(cal) > 1 else "", rep["chosen"], rep["graphs"], len(rep["keep"]), rep["recomputed_nodes"],
+                   100 * float(rep["overhead"] or 0), predicted, peak, ratio, int(rep["activation_peak_bytes"]), act,
+                   "yes" if within else "NO", "bit-identical" if same else "DIFFERENT"))
             sys.stdout.flush()
     return 1 if bad else 0
 
