@@ -15,22 +15,11 @@
 
 #include <stdio.h>
 
-#define ASSUME(r, ...) remat__ledger_note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
-
-static int add(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
-{
-    if (remat_u64_add(a, b, out))
-        return 1;
-    remat_err_set(err, REMAT_EOVERFLOW, "%s: %llu + %llu exceeds 2^64-1", what, (unsigned long long)a,
-                  (unsigned long long)b);
-    return 0;
-}
-
 /* Moves line l to the host. */
 static int to_host(remat_ledger_line *l, remat_ledger_result *r, remat_err *err)
 {
-    if (!add(r->host.elements, l->elements, &r->host.elements, err, "host elements") ||
-        !add(r->host.bytes, l->bytes, &r->host.bytes, err, "host bytes"))
+    if (!remat__ledger_add(r->host.elements, l->elements, &r->host.elements, err, "host elements") ||
+        !remat__ledger_add(r->host.bytes, l->bytes, &r->host.bytes, err, "host bytes"))
         return 0;
     l->elements = l->bytes = 0;
     return 1;
@@ -66,10 +55,10 @@ int remat__ledger_host(const remat_ledger_config *cfg, uint64_t n_tensors, uint6
         uint32_t wsize = remat_ledger_dtype_size(r->weights.dtype);
         if (!remat_u64_mul(part, gsize, &gbytes) || !remat_u64_mul(part, wsize, &up) ||
             !to_host(&r->optimizer_state, r, err) || !to_host(&r->master_weights, r, err) ||
-            !add(r->host.elements, part, &r->host.elements, err, "host elements") ||
-            !add(r->host.bytes, gbytes, &r->host.bytes, err, "host bytes") ||
-            !add(part, part, &r->offload_elements, err, "offload elements") ||
-            !add(gbytes, up, &r->offload_bytes, err, "offload bytes")) {
+            !remat__ledger_add(r->host.elements, part, &r->host.elements, err, "host elements") ||
+            !remat__ledger_add(r->host.bytes, gbytes, &r->host.bytes, err, "host bytes") ||
+            !remat__ledger_add(part, part, &r->offload_elements, err, "offload elements") ||
+            !remat__ledger_add(gbytes, up, &r->offload_bytes, err, "offload bytes")) {
             if (err->code == REMAT_OK)
                 remat_err_set(err, REMAT_EOVERFLOW, "offload_optimizer: host bytes exceed 2^64-1");
             return 0;
@@ -100,8 +89,8 @@ int remat__ledger_host(const remat_ledger_config *cfg, uint64_t n_tensors, uint6
     }
     int host = cfg->step == REMAT_LEDGER_STEP_HOST || cfg->offload_optimizer;
     remat_ledger_line *l = host ? &r->host : &r->optimizer_state;
-    if (!add(l->elements, r->step_tensors, &l->elements, err, "step elements") ||
-        !add(l->bytes, sb, &l->bytes, err, "Adam step counters"))
+    if (!remat__ledger_add(l->elements, r->step_tensors, &l->elements, err, "step elements") ||
+        !remat__ledger_add(l->bytes, sb, &l->bytes, err, "Adam step counters"))
         return 0;
     ASSUME(r,
            "Adam's step counter: a 4-byte f32 tensor per tensor stepped (%llu: %s), %llu B on the %s (PyTorch "

@@ -64,7 +64,6 @@ void remat__ledger_note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const 
     (*n)++;
 }
 
-#define ASSUME(r, ...) remat__ledger_note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
 #define EXCLUDE(r, ...) remat__ledger_note((r)->excluded, &(r)->n_excluded, __VA_ARGS__)
 
 static int mul(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
@@ -76,7 +75,7 @@ static int mul(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char
     return 0;
 }
 
-static int add(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
+int remat__ledger_add(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what)
 {
     if (remat_u64_add(a, b, out))
         return 1;
@@ -217,7 +216,7 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         uint64_t second = shard(c->factored, sh, dp), first = 0;
         if (cfg->adafactor_beta1)
             first = shard(c->trainable, sh, dp);
-        if (!add(second, first, &l->elements, err, "adafactor state elements") ||
+        if (!remat__ledger_add(second, first, &l->elements, err, "adafactor state elements") ||
             !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (--states)"))
             return 0;
         ASSUME(r,
@@ -241,10 +240,10 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         uint64_t blocks = sh && dp > 1 ? ceil_div(e8, cfg->block) : c->blocks;
         uint64_t q, s, f, b;
         if (!mul(2, e8, &q, err, "adam8bit states") || !mul(2, blocks, &s, err, "adam8bit scales") ||
-            !mul(2, e32, &f, err, "adam8bit f32 states") || !add(q, s, &l->elements, err, "adam8bit elements") ||
-            !add(l->elements, f, &l->elements, err, "adam8bit elements") ||
+            !mul(2, e32, &f, err, "adam8bit f32 states") || !remat__ledger_add(q, s, &l->elements, err, "adam8bit elements") ||
+            !remat__ledger_add(l->elements, f, &l->elements, err, "adam8bit elements") ||
             !mul(s, 4, &s, err, "adam8bit scale bytes") || !mul(f, 4, &f, err, "adam8bit f32 state bytes") ||
-            !add(q, s, &b, err, "adam8bit bytes") || !add(b, f, &l->bytes, err, "adam8bit bytes"))
+            !remat__ledger_add(q, s, &b, err, "adam8bit bytes") || !remat__ledger_add(b, f, &l->bytes, err, "adam8bit bytes"))
             return 0;
         l->dtype = REMAT_LEDGER_DT_UINT8;
         ASSUME(r,
@@ -270,7 +269,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
     remat_ledger_dtype dt = r->comm_dtype;
     uint32_t size = remat_ledger_dtype_size(dt);
     uint64_t psi = c->trainable, model, e = 0;
-    if (!add(c->trainable, c->frozen, &model, err, "model elements"))
+    if (!remat__ledger_add(c->trainable, c->frozen, &model, err, "model elements"))
         return 0;
     if (r->dp > 1) {
         if (r->zero_stage < 3) {
@@ -283,8 +282,8 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
              * after the step (DeepSpeed stage3.py _post_step). */
             uint64_t gathers;
             if (!mul(2, model - c->persist, &gathers, err, "communication elements") ||
-                !add(gathers, psi, &e, err, "communication elements") ||
-                !add(e, c->persist, &e, err, "communication elements"))
+                !remat__ledger_add(gathers, psi, &e, err, "communication elements") ||
+                !remat__ledger_add(e, c->persist, &e, err, "communication elements"))
                 return 0;
         }
     }
@@ -331,7 +330,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
             bucket = cap;
         }
         uint64_t n;
-        if (!add(cfg->prefetch, 1, &n, err, "--prefetch") ||
+        if (!remat__ledger_add(cfg->prefetch, 1, &n, err, "--prefetch") ||
             !mul(bucket, n, &l->bytes, err, "communication buffers (--bucket x (1 + --prefetch))"))
             return 0;
         l->elements = l->bytes / size;
@@ -380,7 +379,7 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     /* At stages 1 and 2 every rank holds the whole flat bit16 group, padding
      * included (DeepSpeed bit16_groups_flat): dp partitions of part12. */
     uint64_t wel = rank_elements(c, z, z >= 3, dp);
-    if (z >= 3 && dp > 1 && !add(wel, c->persist_w, &wel, err, "persistent weights (--stage3-persistence)"))
+    if (z >= 3 && dp > 1 && !remat__ledger_add(wel, c->persist_w, &wel, err, "persistent weights (--stage3-persistence)"))
         return err->code;
     if (z >= 1 && z <= 2 && dp > 1 && !mul(part12(psi, dp), dp, &wel, err, "padded weights (--dp)"))
         return err->code;
@@ -402,15 +401,15 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     /* Frozen: the graph's frozen params (sharded with the weights at stage
      * 3), plus whole-model copies, never sharded. */
     uint64_t model, copies, frozen;
-    if (!add(psi, c->frozen, &model, err, "model elements") ||
+    if (!remat__ledger_add(psi, c->frozen, &model, err, "model elements") ||
         !mul(cfg->frozen_copies, model, &copies, err, "frozen copies (--frozen-copies x model elements)") ||
-        !add(z >= 3 && dp > 1 ? c->s3_frozen : c->frozen, copies, &frozen, err, "frozen elements") ||
-        !add(frozen, z >= 3 && dp > 1 ? c->persist_f : 0, &frozen, err, "frozen elements") ||
+        !remat__ledger_add(z >= 3 && dp > 1 ? c->s3_frozen : c->frozen, copies, &frozen, err, "frozen elements") ||
+        !remat__ledger_add(frozen, z >= 3 && dp > 1 ? c->persist_f : 0, &frozen, err, "frozen elements") ||
         !set_line(&r->frozen, frozen, weights, err, "frozen weights (--frozen-copies)"))
         return err->code;
     /* A frozen bool or integer buffer (a causal mask, a step counter) is not
      * a weight: it keeps its stored bytes in any training precision. */
-    if (c->fixed_bytes && !add(r->frozen.bytes, c->fixed_bytes, &r->frozen.bytes, err, "frozen buffers"))
+    if (c->fixed_bytes && !remat__ledger_add(r->frozen.bytes, c->fixed_bytes, &r->frozen.bytes, err, "frozen buffers"))
         return err->code;
     if (c->fixed_bytes)
         ASSUME(r, "%llu B of frozen bool or integer buffers (masks, counters): counted as stored, not in %s",
@@ -476,7 +475,7 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
 
     uint64_t total = 0;
     for (int k = 0; k < REMAT_LEDGER_CATEGORY_COUNT; k++)
-        if (!add(total, remat_ledger_line_of(r, (remat_ledger_category)k)->bytes, &total, err, "total bytes"))
+        if (!remat__ledger_add(total, remat_ledger_line_of(r, (remat_ledger_category)k)->bytes, &total, err, "total bytes"))
             return err->code;
     r->total_bytes = total;
 
@@ -599,7 +598,7 @@ static int factored_elements(const remat_tensor *T, uint64_t elems, uint64_t *ou
             return 0;
     if (!mul(lead, T->shape[T->ndim - 2], &rows, err, "adafactor rows") ||
         !mul(lead, T->shape[T->ndim - 1], &cols, err, "adafactor columns") ||
-        !add(rows, cols, out, err, "adafactor accumulators"))
+        !remat__ledger_add(rows, cols, out, err, "adafactor accumulators"))
         return 0;
     return 1;
 }
@@ -695,7 +694,7 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
                                      "(add \"shape\" to the graph's params)",
                                      T->id);
             uint64_t f;
-            if (!factored_elements(T, e, &f, err) || !add(c.factored, f, &c.factored, err, "adafactor state"))
+            if (!factored_elements(T, e, &f, err) || !remat__ledger_add(c.factored, f, &c.factored, err, "adafactor state"))
                 return err->code;
         } else if (cfg->optimizer == REMAT_LEDGER_ADAM8BIT) {
             if (e >= cfg->min_8bit) {

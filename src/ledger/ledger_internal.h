@@ -16,6 +16,11 @@ void remat__ledger_note(char (*list)[REMAT_LEDGER_NOTE_LEN], uint32_t *n, const 
 #endif
     ;
 
+#define ASSUME(r, ...) remat__ledger_note((r)->assumptions, &(r)->n_assumptions, __VA_ARGS__)
+
+/* *out = a + b; 0 with err set (naming what) when it exceeds 2^64-1. */
+int remat__ledger_add(uint64_t a, uint64_t b, uint64_t *out, remat_err *err, const char *what);
+
 /* Adam's step counters and optimizer offload, on r's device lines as
  * computed: n_tensors trainable param tensors (1 for a bare count),
  * n_groups ZeRO 3 sub groups of the rank's partitions. Moves the offloaded
