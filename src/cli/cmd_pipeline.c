@@ -6,10 +6,13 @@
  *
  * The options are parsed here and the run is one call into the library
  * (remat/pipeline.h); this file only turns the result into lines or JSON.
- * Durations are each stage's FLOPs (forward; backward with its
- * recomputation), so the step time is in FLOP units at one FLOP per unit:
- * the bubble and the ratios are what the schedule makes of them, and a time
- * model that prices ops replaces the FLOPs without changing the schedule.
+ * Without --device, durations are each stage's FLOPs (forward; backward
+ * with its recomputation), so the step time is in FLOP units at one FLOP
+ * per unit: the bubble and the ratios are what the schedule makes of them.
+ * With --device the library times each stage on the device and each
+ * boundary tensor as a SEND, and the step, its parts per device (compute,
+ * recompute, exposed send/recv, bubble) are seconds; the schedule and the
+ * memory figures are the same either way.
  */
 #include "cli.h"
 #include "remat/pipeline.h"
@@ -17,6 +20,105 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+/* One unit for a whole report, from its step time: us, ms or s. */
+static double time_unit(double step, const char **name)
+{
+    if (step < 1e-3) {
+        *name = "us";
+        return 1e6;
+    }
+    if (step < 1) {
+        *name = "ms";
+        return 1e3;
+    }
+    *name = "s";
+    return 1;
+}
+
+/* Device d's recomputation: each of its chunks' recompute time, once per
+ * microbatch. */
+static double device_recompute(const remat_pp_result *r, uint32_t d)
+{
+    double x = 0;
+    for (uint32_t ch = 0; ch < r->config.chunks; ch++)
+        x += r->stages[ch * r->config.stages + d].recompute_time * r->config.microbatches;
+    return x;
+}
+
+static double device_bubble(const remat_pp_result *r, uint32_t d)
+{
+    double b = r->timeline.step_time - r->timeline.device_busy[d] - r->timeline.device_exposed[d];
+    return b > 0 ? b : 0;
+}
+
+static void measured_counts(const remat_pp_result *r, uint32_t *measured, uint32_t *of)
+{
+    *measured = *of = 0;
+    for (uint32_t v = 0; v < r->n_stages; v++) {
+        *measured += r->stages[v].n_measured;
+        *of += r->stages[v].n_timed;
+    }
+}
+
+static void print_time_text(FILE *H, const remat_pp_result *r)
+{
+    const remat_pp_timeline *t = &r->timeline;
+    const char *u;
+    const double k = time_unit(t->step_time, &u);
+    uint32_t meas, of;
+    measured_counts(r, &meas, &of);
+    fprintf(H, "step %.4f %s on %s (op times: %u of %u measured, the rest roofline; each boundary tensor a send of "
+               "latency + bytes / link bandwidth), bubble %.2f%% of device time (%.2f%% of the ideal), exposed "
+               "send/recv %.4f %s\n",
+            t->step_time * k, u, r->device.name, meas, of, 100 * t->bubble_fraction, 100 * t->bubble_ratio,
+            t->exposed_comm * k, u);
+    fprintf(H, "%-5s %12s %12s %12s %12s %12s   (%s, one microbatch)\n", "stage", "forward", "backward",
+            "recompute", "send act", "send grad", u);
+    for (uint32_t v = 0; v < r->n_stages; v++) {
+        const remat_pp_stage *s = &r->stages[v];
+        fprintf(H, "%-5u %12.4f %12.4f %12.4f %12.4f %12.4f\n", v, s->fwd_time * k, s->bwd_time * k,
+                s->recompute_time * k, s->act_send_time * k, s->grad_send_time * k);
+    }
+    fprintf(H, "%-6s %12s %12s %18s %12s   (%s, the whole step: they sum to the step)\n", "device", "compute",
+            "recompute", "send/recv exposed", "bubble", u);
+    for (uint32_t d = 0; d < r->config.stages; d++) {
+        double rc = device_recompute(r, d);
+        fprintf(H, "%-6u %12.4f %12.4f %18.4f %12.4f\n", d, (t->device_busy[d] - rc) * k, rc * k,
+                t->device_exposed[d] * k, device_bubble(r, d) * k);
+    }
+}
+
+static void print_time_json(FILE *H, const remat_pp_result *r)
+{
+    const remat_pp_timeline *t = &r->timeline;
+    uint32_t meas, of;
+    measured_counts(r, &meas, &of);
+    /* A device file names itself: quote it as JSON. */
+    remat_buf nb;
+    remat_buf_init(&nb);
+    remat_buf_json_str(&nb, r->device.name);
+    fprintf(H, " \"time\": {\"device\": %s", nb.failed || !nb.data ? "null" : nb.data);
+    remat_buf_destroy(&nb);
+    fprintf(H, ", \"step_s\": %.17g, \"exposed_comm_s\": %.17g, \"bubble_s\": %.17g, "
+               "\"measured_ops\": {\"measured\": %u, \"of\": %u},\n  \"stages\": [",
+            t->step_time, t->exposed_comm, t->bubble_time, meas, of);
+    for (uint32_t v = 0; v < r->n_stages; v++) {
+        const remat_pp_stage *s = &r->stages[v];
+        fprintf(H, "%s{\"stage\": %u, \"forward_s\": %.17g, \"backward_s\": %.17g, \"recompute_s\": %.17g, "
+                   "\"send_activation_s\": %.17g, \"send_gradient_s\": %.17g}",
+                v ? ",\n   " : "", v, s->fwd_time, s->bwd_time, s->recompute_time, s->act_send_time,
+                s->grad_send_time);
+    }
+    fprintf(H, "],\n  \"devices\": [");
+    for (uint32_t d = 0; d < r->config.stages; d++) {
+        double rc = device_recompute(r, d);
+        fprintf(H, "%s{\"device\": %u, \"compute_s\": %.17g, \"recompute_s\": %.17g, \"exposed_comm_s\": %.17g, "
+                   "\"bubble_s\": %.17g}",
+                d ? ",\n   " : "", d, t->device_busy[d] - rc, rc, t->device_exposed[d], device_bubble(r, d));
+    }
+    fprintf(H, "]},\n");
+}
 
 void remat_cli_pp_init(remat_cli_pp *p)
 {
@@ -96,9 +198,10 @@ static void print_text(FILE *H, const remat_cli_pp *p, const remat_pp_result *r,
     if (o->budget_kind == REMAT_BUDGET_TOTAL)
         fprintf(H, "budget (total, per device) %s: met\n", remat_format_bytes(o->budget, b1, sizeof b1));
     const remat_pp_timeline *t = &r->timeline;
-    fprintf(H, "step %.6g FLOP-units (each stage's FLOPs as its duration), bubble %.2f%% of device time "
-               "(%.2f%% of the ideal)\n",
-            t->step_time, 100 * t->bubble_fraction, 100 * t->bubble_ratio);
+    if (!r->timed)
+        fprintf(H, "step %.6g FLOP-units (each stage's FLOPs as its duration), bubble %.2f%% of device time "
+                   "(%.2f%% of the ideal)\n",
+                t->step_time, 100 * t->bubble_fraction, 100 * t->bubble_ratio);
     fprintf(H, "%-6s %-5s %-13s %9s %14s %14s %14s %14s  %s\n", "device", "stage", "ops", "in flight", "persistent B",
             "held B/mb", "running B", "recv/send B", "plan (extra FLOPs)");
     for (uint32_t v = 0; v < r->n_stages; v++) {
@@ -113,6 +216,8 @@ static void print_text(FILE *H, const remat_cli_pp *p, const remat_pp_result *r,
     for (uint32_t d = 0; d < c->stages; d++)
         fprintf(H, "device %u peak %s, %u in flight%s\n", d, remat_format_bytes(r->device_peak[d], b1, sizeof b1),
                 t->max_in_flight[d], d == r->largest ? "  <- largest" : "");
+    if (r->timed)
+        print_time_text(H, r);
 }
 
 static void print_json(FILE *H, const remat_pp_result *r, const remat_plan_options *o)
@@ -123,8 +228,11 @@ static void print_json(FILE *H, const remat_pp_result *r, const remat_plan_optio
             remat_pp_kind_name(c->kind), c->stages, c->microbatches, c->chunks);
     if (o->budget_kind == REMAT_BUDGET_TOTAL)
         fprintf(H, " \"budget\": %" PRIu64 ",\n", o->budget);
-    fprintf(H, " \"step_time\": %.17g, \"busy\": %.17g, \"bubble_fraction\": %.17g, \"bubble_ratio\": %.17g,\n",
-            t->step_time, t->busy, t->bubble_fraction, t->bubble_ratio);
+    fprintf(H, " \"time_unit\": \"%s\", \"step_time\": %.17g, \"busy\": %.17g, \"bubble_fraction\": %.17g, "
+               "\"bubble_ratio\": %.17g,\n",
+            r->timed ? "s" : "flop", t->step_time, t->busy, t->bubble_fraction, t->bubble_ratio);
+    if (r->timed)
+        print_time_json(H, r);
     fprintf(H, " \"stages\": [");
     for (uint32_t v = 0; v < r->n_stages; v++) {
         const remat_pp_stage *s = &r->stages[v];

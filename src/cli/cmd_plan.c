@@ -369,9 +369,6 @@ int cmd_plan(int argc, char **argv)
         return rc0;
     if (pp.set && out)
         return remat_cli_usage_error("plan", "-o with --pp: a pipeline's per-stage plans have no file format yet");
-    if (pp.set && T.device_arg)
-        return remat_cli_usage_error("plan", "--device with --pp: the pipeline's step is timed in FLOP units for now "
-                                             "(the device's op times do not reach its stages yet)");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);

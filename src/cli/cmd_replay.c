@@ -148,9 +148,6 @@ int cmd_replay(int argc, char **argv)
     if (pp.set && (optind == argc - 2 || numeric || L.used || strcmp(out, "-") != 0))
         return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric, "
                                                "-o or ledger options with it");
-    if (pp.set && T.device_arg)
-        return remat_cli_usage_error("replay", "--device with --pp: the pipeline's step is timed in FLOP units for "
-                                               "now (the device's op times do not reach its stages yet)");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -161,6 +158,7 @@ int cmd_replay(int argc, char **argv)
         remat_plan_options po;
         remat_plan_options_init(&po);
         po.strategy = "store-all";
+        po.device = T.have_device ? &T.dev : NULL;
         rc = remat_cli_pp_run("replay", argv[optind], a, &pp, &po, json, stdout);
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);

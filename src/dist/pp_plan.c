@@ -24,8 +24,18 @@
  * device whose peak is over is replanned at the largest stage budget that
  * makes it fit, found by bisection (about 12 plans per device): the
  * planner is exact about one microbatch, the bisection about the rest.
+ *
+ * With a device (o->device), the final plans are timed: a stage's forward
+ * is the sum of its FWD instructions' op times (remat/time.h: measured
+ * attrs.duration_ns, else the roofline), its backward the sum of its BWD
+ * and RECOMPUTE instructions', and each boundary tensor a SEND (latency +
+ * bytes / link bandwidth). The schedule is simulated once more with those
+ * figures, so the step, the bubble and the exposed send/recv are seconds.
+ * The stage's plans are not changed by timing them (--objective time
+ * changes them, through the planner, before).
  */
 #include "remat/pipeline.h"
+#include "remat/time.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -179,6 +189,32 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     return s;
 }
 
+/* Stage st's forward, recomputation and backward seconds on device dev,
+ * summed over its plan's instructions (see the file comment). */
+static remat_status time_stage(const stage_graph *sg, const remat_device *dev, remat_pp_stage *st, remat_err *err)
+{
+    remat_op_times t;
+    remat_status s = remat_op_times_init(sg->a, dev, &t, err);
+    if (s != REMAT_OK)
+        return s;
+    st->fwd_time = st->bwd_time = st->recompute_time = 0;
+    for (size_t i = 0; i < st->plan.schedule.n; i++) {
+        remat_instr in = st->plan.schedule.ins[i];
+        if (in.kind == REMAT_I_FWD)
+            st->fwd_time += t.fwd[in.arg];
+        else if (in.kind == REMAT_I_RECOMPUTE)
+            st->recompute_time += t.fwd[in.arg];
+        else if (in.kind == REMAT_I_BWD)
+            st->bwd_time += t.bwd[in.arg];
+    }
+    st->n_measured = t.n_fwd_measured + t.n_bwd_measured;
+    st->n_timed = 2 * t.n_ops;
+    remat_op_times_destroy(&t);
+    st->act_send_time = remat_time_collective(dev, REMAT_COLL_SEND, st->send_bytes, 2);
+    st->grad_send_time = remat_time_collective(dev, REMAT_COLL_SEND, st->recv_bytes, 2);
+    return REMAT_OK;
+}
+
 /* The device's peak from the timeline's events (see the file comment). */
 static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *counts)
 {
@@ -227,8 +263,9 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     uint32_t *cut = remat__malloc(((size_t)n + 1) * sizeof *cut);
     stage_graph *sg = remat__calloc(n, sizeof *sg);
     double *fwd = remat__calloc(n, sizeof *fwd), *bwd = remat__calloc(n, sizeof *bwd);
+    double *act = remat__calloc(n, sizeof *act), *grad = remat__calloc(n, sizeof *grad);
     uint64_t *counts = remat__calloc(V, sizeof *counts);
-    if (!r->stages || !r->device_peak || !cut || !sg || !fwd || !bwd || !counts) {
+    if (!r->stages || !r->device_peak || !cut || !sg || !fwd || !bwd || !act || !grad || !counts) {
         s = remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline of %u stages", n);
         goto out;
     }
@@ -315,9 +352,34 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     }
     if (s != REMAT_OK)
         goto out;
-    /* The final plans' recomputation is part of each backward. */
+    /* The final plans' recomputation is part of each backward; with a
+     * device, every figure is seconds. */
     remat_pp_timeline_destroy(&r->timeline);
-    if ((s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err)) != REMAT_OK)
+    if (o->device) {
+        r->timed = true;
+        r->device = *o->device;
+        for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
+            remat_pp_stage *st = &r->stages[v];
+            s = time_stage(&sg[v], o->device, st, err);
+            fwd[v] = st->fwd_time;
+            bwd[v] = st->bwd_time + st->recompute_time;
+            act[v] = st->act_send_time;
+            grad[v] = st->grad_send_time;
+        }
+        if (s != REMAT_OK) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            remat_status code = err->code ? err->code : s;
+            remat_err_init(err);
+            s = remat_err_set(err, code, "timing the pipeline's stages: %s", msg);
+            goto out;
+        }
+        remat_pp_link link = {act, grad};
+        s = remat_pp_simulate_linked(c, fwd, bwd, &link, &r->timeline, err);
+    } else {
+        s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err);
+    }
+    if (s != REMAT_OK)
         goto out;
     r->largest = 0;
     for (uint32_t d = 1; d < P; d++)
@@ -334,6 +396,8 @@ out:
     remat__free(cut);
     remat__free(fwd);
     remat__free(bwd);
+    remat__free(act);
+    remat__free(grad);
     remat__free(counts);
     return s;
 }
