@@ -160,6 +160,10 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p);
 /* Plans every stage and prints the per-device report to H. */
 int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                      const remat_plan_options *o, int json, FILE *H);
+/* `remat trace --pp ... --device D --format chrome`: plans the stages with o
+ * (o->device set) and writes the timed pipeline's Chrome trace to out. */
+int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                       const remat_plan_options *o, const char *out);
 /* --budget (total) or --activation-budget: parses arg into o; a repeated
  * option, or both, is a usage error that says which. Returns an exit code. */
 int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o);

@@ -253,28 +253,63 @@ static void print_json(FILE *H, const remat_pp_result *r, const remat_plan_optio
             r->device_peak[r->largest]);
 }
 
+/* Cuts from --pp-stages, or NULL to balance; an exit code. */
+static int pp_cuts(const char *cmd, const remat_analysis *a, const remat_cli_pp *p, uint32_t *buf, uint32_t **cuts)
+{
+    remat_err err;
+    remat_err_init(&err);
+    const uint32_t n = p->c.stages * p->c.chunks;
+    *cuts = NULL;
+    if (!p->stages)
+        return REMAT_EXIT_OK;
+    if (n > 256)
+        return remat_cli_usage_error(cmd, "--pp-stages: at most 256 stages");
+    if (remat_pp_parse_stages(p->stages, a->g->n_ops, n, buf, &err) != REMAT_OK)
+        return remat_cli_usage_error(cmd, "%s", err.msg);
+    *cuts = buf;
+    return REMAT_EXIT_OK;
+}
+
+int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                       const remat_plan_options *o, const char *out)
+{
+    remat_err err;
+    remat_err_init(&err);
+    uint32_t cuts_buf[257], *cuts;
+    int rc = pp_cuts("trace", a, p, cuts_buf, &cuts);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
+    remat_pp_result r;
+    remat_status st = remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
+    if (st == REMAT_EINVAL)
+        rc = remat_cli_usage_error("trace", "%s", err.msg);
+    else if (st != REMAT_OK)
+        rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
+    else {
+        size_t len;
+        char *text = remat_pp_trace_chrome(&r, &len, &err);
+        rc = text ? remat_cli_write(out, text, len) : remat_cli_fail(&err);
+        remat_free(text);
+    }
+    remat_pp_result_destroy(&r);
+    return rc;
+}
+
 int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                      const remat_plan_options *o, int json, FILE *H)
 {
     remat_err err;
     remat_err_init(&err);
-    const uint32_t n = p->c.stages * p->c.chunks;
-    uint32_t cuts_buf[257];
-    uint32_t *cuts = NULL;
-    if (p->stages) {
-        if (n > 256)
-            return remat_cli_usage_error(cmd, "--pp-stages: at most 256 stages");
-        if (remat_pp_parse_stages(p->stages, a->g->n_ops, n, cuts_buf, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
-        cuts = cuts_buf;
-    }
+    uint32_t cuts_buf[257], *cuts;
+    int rc = pp_cuts(cmd, a, p, cuts_buf, &cuts);
+    if (rc != REMAT_EXIT_OK)
+        return rc;
     remat_pp_result r;
     remat_status st = remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
-    int rc;
     if (st == REMAT_EINVAL)
         rc = remat_cli_usage_error(cmd, "%s", err.msg);
     else if (st != REMAT_OK)
-        rc = st == REMAT_EOVERFLOW ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
+        rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {
         if (json)
             print_json(H, &r, o);
