@@ -369,11 +369,10 @@ static int bench_resnet50(const char *remat)
 
 /* ----------------------------------------------------------- steptime */
 
-/* remat's predicted step time beside a measured one (scripts/
- * bench_step_time.py): small models exported with per-op durations
- * measured on this CPU, predicted by `remat replay --device`, then timed
- * for real. A ratio, never a verdict on time. */
-static int bench_steptime(const char *remat)
+/* Runs a figures-only Python bench script (Debian's python3, where
+ * python3-torch installs) on the remat binary: its exit status is whether a
+ * run failed, never a verdict on time. */
+static int bench_python(const char *section, const char *script, const char *remat)
 {
     static const char py[] = "/usr/bin/python3";
     if (access(py, X_OK) != 0) {
@@ -381,16 +380,36 @@ static int bench_steptime(const char *remat)
         return 0;
     }
     char cmd[4096];
-    if ((size_t)snprintf(cmd, sizeof cmd, "%s scripts/bench_step_time.py '%s'", py, remat) >= sizeof cmd ||
+    if ((size_t)snprintf(cmd, sizeof cmd, "%s %s '%s'", py, script, remat) >= sizeof cmd ||
         strchr(remat, '\'') != NULL) {
-        fprintf(stderr, "bench steptime: remat path too long or quoted: %s\n", remat);
+        fprintf(stderr, "bench %s: remat path too long or quoted: %s\n", section, remat);
         return 1;
     }
     fflush(stdout);
     int st = system(cmd);
     if (st != 0)
-        fprintf(stderr, "bench steptime: %s exited with status %d\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        fprintf(stderr, "bench %s: %s exited with status %d\n", section, cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     return st != 0;
+}
+
+/* remat's predicted step time beside a measured one (scripts/
+ * bench_step_time.py): small models exported with per-op durations
+ * measured on this CPU, predicted by `remat replay --device`, then timed
+ * for real. A ratio, never a verdict on time. */
+static int bench_steptime(const char *remat)
+{
+    return bench_python("steptime", "scripts/bench_step_time.py", remat);
+}
+
+/* ------------------------------------------------------------ pp-time */
+
+/* The same for a pipeline (scripts/bench_pp_time.py): tests/torch/
+ * pp_1f1b.py's 1F1B run over 2 and 4 gloo processes on loopback, predicted
+ * by `remat replay --pp P --device` from this CPU's measured op durations
+ * and a measured gloo link, beside the median real step. */
+static int bench_pp_time(const char *remat)
+{
+    return bench_python("pp-time", "scripts/bench_pp_time.py", remat);
 }
 
 /* --------------------------------------------------------------- main */
@@ -416,6 +435,9 @@ static const bench benches[] = {
     {"steptime", "predicted step time (remat replay --device, per-op durations measured on this CPU) beside "
                  "the measured one, small models",
      bench_steptime},
+    {"pp-time", "predicted step time of a real 1F1B pipeline over 2 and 4 gloo processes (remat replay --pp "
+                "--device, measured op durations and link) beside the measured one",
+     bench_pp_time},
     {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
               "every strategy at 0.6-0.9 of its peak and its budgets",
      bench_peers},
