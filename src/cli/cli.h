@@ -164,6 +164,10 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
  * (o->device set) and writes the timed pipeline's Chrome trace to out. */
 int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                        const remat_plan_options *o, const char *out);
+/* `remat compare --pp ...`: every strategy under the same pipeline
+ * (pp_compare.c), the table or JSON written to out whole. */
+int remat_cli_pp_compare(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                         const remat_plan_options *o, int json, const char *out);
 /* --budget (total) or --activation-budget: parses arg into o; a repeated
  * option, or both, is a usage error that says which. Returns an exit code. */
 int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o);

@@ -50,3 +50,14 @@ expect pp_replay 0 "device 0 peak 12.01 MiB (12591104 B), 2 in flight  <- larges
     "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8
 expect pp_replay_no_plan 2 "--pp replays each stage's store-all schedule" -- \
     "$REMAT" replay "$T/c8.json" "$T/c8.json" --pp 2
+
+# compare --pp: every strategy under the same pipeline. Store-all's device 0
+# peaks at 12591104 B (above), so at 10 MiB it is refused with that figure,
+# while every feasible row's largest device stays within the budget.
+expect pp_compare_refused 0 "store-all          no        pipeline device 0: with 2 microbatches in flight no plan of its stages fits the budget of 10485760 B (the least its search reached: 12591104 B)" -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB
+expect pp_compare_within 0 "every feasible row within 10485760" -- sh -c "'$REMAT' compare '$T/c8.json' --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB | awk '\$2 == \"yes\" { n++; if (\$3 > 10485760) bad++ } END { if (n > 0 && !bad) print \"every feasible row within 10485760\" }'"
+expect pp_compare_store_all 0 '{"strategy": "store-all", "feasible": true, "peak_bytes": 12591104, "largest_device": 0' -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 13MiB --json
+expect pp_compare_no_sweep 2 "--pp compares at one per-device --budget B" -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --sweep 4
