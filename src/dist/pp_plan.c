@@ -36,6 +36,7 @@
  */
 #include "remat/pipeline.h"
 #include "remat/time.h"
+#include "pp_internal.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -45,12 +46,6 @@
     ((1u << REMAT_CAT_PARAMS) | (1u << REMAT_CAT_PARAM_GRADS) | (1u << REMAT_CAT_OPTIMIZER_STATE) |              \
      (1u << REMAT_CAT_MASTER_WEIGHTS) | (1u << REMAT_CAT_FROZEN))
 
-typedef struct {
-    remat_graph *g;
-    remat_analysis *a;
-    uint8_t *out_storage;  /* per tensor of the stage graph: 1 for the storage of an output */
-    uint64_t *grad_hold;   /* per op: bytes of the received gradients of the sent outputs it makes */
-} stage_graph;
 
 void remat_pp_result_destroy(remat_pp_result *r)
 {
@@ -66,8 +61,8 @@ void remat_pp_result_destroy(remat_pp_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static remat_status open_stage(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, stage_graph *sg,
-                               remat_pp_stage *st, remat_err *err)
+remat_status remat__pp_open_stage(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, stage_graph *sg,
+                                  remat_pp_stage *st, remat_err *err)
 {
     char *json;
     size_t len;
@@ -131,6 +126,12 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     remat_status s = remat_plan_make(sg->a, &o, &st->plan, &st->replay, err);
     if (s != REMAT_OK)
         return s;
+    return remat__pp_measure_stage(sg, st, bwd_time, err);
+}
+
+remat_status remat__pp_measure_stage(const stage_graph *sg, remat_pp_stage *st, double *bwd_time, remat_err *err)
+{
+    remat_status s;
     const remat_replay_result *r = &st->replay;
     st->persistent = 0;
     for (int c = 0; c < REMAT_CAT_COUNT; c++)
@@ -241,6 +242,71 @@ static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *coun
     return base + worst;
 }
 
+void remat__pp_close_stages(stage_graph *sg, uint32_t n)
+{
+    for (uint32_t v = 0; sg && v < n; v++) {
+        remat__free(sg[v].out_storage);
+        remat__free(sg[v].grad_hold);
+        remat_analysis_destroy(sg[v].a);
+        remat_graph_destroy(sg[v].g);
+    }
+    remat__free(sg);
+}
+
+remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const remat_device *device, double *fwd,
+                              double *bwd, remat_err *err)
+{
+    const remat_pp_config *c = &r->config;
+    const uint32_t P = c->stages, n = r->n_stages;
+    remat_status s = REMAT_OK;
+    remat_pp_timeline_destroy(&r->timeline);
+    if (device) {
+        double *act = remat__calloc(n, sizeof *act), *grad = remat__calloc(n, sizeof *grad);
+        if (!act || !grad)
+            s = remat_err_set(err, REMAT_ENOMEM, "out of memory timing a pipeline of %u stages", n);
+        r->timed = true;
+        r->device = *device;
+        for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
+            remat_pp_stage *st = &r->stages[v];
+            s = time_stage(&sg[v], device, st, err);
+            fwd[v] = st->fwd_time;
+            bwd[v] = st->bwd_time + st->recompute_time;
+            act[v] = st->act_send_time;
+            grad[v] = st->grad_send_time;
+        }
+        if (s != REMAT_OK && s != REMAT_ENOMEM) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            remat_status code = err->code ? err->code : s;
+            remat_err_init(err);
+            s = remat_err_set(err, code, "timing the pipeline's stages: %s", msg);
+        }
+        if (s == REMAT_OK) {
+            remat_pp_link link = {act, grad};
+            s = remat_pp_simulate_linked(c, fwd, bwd, &link, &r->timeline, err);
+        }
+        remat__free(act);
+        remat__free(grad);
+    } else {
+        s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err);
+    }
+    if (s != REMAT_OK)
+        return s;
+    uint64_t *counts = remat__calloc(c->chunks, sizeof *counts);
+    if (!counts)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory judging a pipeline of %u stages", n);
+    /* The order of events, hence each device's peak, does not depend on
+     * the durations: this is the figure the planning judged. */
+    for (uint32_t d = 0; d < P; d++)
+        r->device_peak[d] = device_peak(r, d, counts);
+    remat__free(counts);
+    r->largest = 0;
+    for (uint32_t d = 1; d < P; d++)
+        if (r->device_peak[d] > r->device_peak[r->largest])
+            r->largest = d;
+    return REMAT_OK;
+}
+
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err)
 {
@@ -263,9 +329,8 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     uint32_t *cut = remat__malloc(((size_t)n + 1) * sizeof *cut);
     stage_graph *sg = remat__calloc(n, sizeof *sg);
     double *fwd = remat__calloc(n, sizeof *fwd), *bwd = remat__calloc(n, sizeof *bwd);
-    double *act = remat__calloc(n, sizeof *act), *grad = remat__calloc(n, sizeof *grad);
     uint64_t *counts = remat__calloc(V, sizeof *counts);
-    if (!r->stages || !r->device_peak || !cut || !sg || !fwd || !bwd || !act || !grad || !counts) {
+    if (!r->stages || !r->device_peak || !cut || !sg || !fwd || !bwd || !counts) {
         s = remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline of %u stages", n);
         goto out;
     }
@@ -282,7 +347,7 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
         st->device = v % P;
         st->chunk = v / P;
         st->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
-        s = open_stage(a, st->first, st->end, v, &sg[v], st, err);
+        s = remat__pp_open_stage(a, st->first, st->end, v, &sg[v], st, err);
         if (s == REMAT_OK)
             s = plan_stage(&sg[v], o, st, &bwd[v], err);
         fwd[v] = st->fwd_flops;
@@ -352,52 +417,12 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     }
     if (s != REMAT_OK)
         goto out;
-    /* The final plans' recomputation is part of each backward; with a
-     * device, every figure is seconds. */
-    remat_pp_timeline_destroy(&r->timeline);
-    if (o->device) {
-        r->timed = true;
-        r->device = *o->device;
-        for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
-            remat_pp_stage *st = &r->stages[v];
-            s = time_stage(&sg[v], o->device, st, err);
-            fwd[v] = st->fwd_time;
-            bwd[v] = st->bwd_time + st->recompute_time;
-            act[v] = st->act_send_time;
-            grad[v] = st->grad_send_time;
-        }
-        if (s != REMAT_OK) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            remat_status code = err->code ? err->code : s;
-            remat_err_init(err);
-            s = remat_err_set(err, code, "timing the pipeline's stages: %s", msg);
-            goto out;
-        }
-        remat_pp_link link = {act, grad};
-        s = remat_pp_simulate_linked(c, fwd, bwd, &link, &r->timeline, err);
-    } else {
-        s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err);
-    }
-    if (s != REMAT_OK)
-        goto out;
-    r->largest = 0;
-    for (uint32_t d = 1; d < P; d++)
-        if (r->device_peak[d] > r->device_peak[r->largest])
-            r->largest = d;
+    s = remat__pp_finish(r, sg, o->device, fwd, bwd, err);
 out:
-    for (uint32_t v = 0; sg && v < n; v++) {
-        remat__free(sg[v].out_storage);
-        remat__free(sg[v].grad_hold);
-        remat_analysis_destroy(sg[v].a);
-        remat_graph_destroy(sg[v].g);
-    }
-    remat__free(sg);
+    remat__pp_close_stages(sg, n);
     remat__free(cut);
     remat__free(fwd);
     remat__free(bwd);
-    remat__free(act);
-    remat__free(grad);
     remat__free(counts);
     return s;
 }
