@@ -375,6 +375,80 @@ START_TEST(pipeline_should_have_the_closed_form_bubble_in_seconds)
 }
 END_TEST
 
+/* A pipeline plan file read back replays to the same devices: for each
+ * schedule, under a budget that makes the first device recompute, every
+ * device's peak, every stage's recomputation and the step are equal. */
+START_TEST(pipeline_plan_file_should_replay_to_the_same_devices)
+{
+    remat_graph *g = chain8();
+    remat_analysis *a = NULL;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+    const remat_pp_config cs[] = {{REMAT_PP_1F1B, 2, 4, 1}, {REMAT_PP_GPIPE, 2, 3, 1}, {REMAT_PP_INTERLEAVED, 2, 4, 2}};
+    for (size_t i = 0; i < 3; i++) {
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        remat_pp_result sa, r, back;
+        ck_assert_msg(remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &sa, &err) == REMAT_OK, "%s", err.msg);
+        /* The loosest budget (in 1% steps) at which some stage recomputes;
+         * interleaved's two-op stages of this chain cannot, so it keeps
+         * the store-all peak as its budget. */
+        o.budget_kind = REMAT_BUDGET_TOTAL;
+        int found = 0;
+        const int interleaved = cs[i].kind == REMAT_PP_INTERLEAVED;
+        for (uint64_t pct = 99; pct >= 50 && !found; pct--) {
+            o.budget = interleaved ? sa.device_peak[sa.largest] : sa.device_peak[sa.largest] / 100 * pct;
+            remat_err_init(&err);
+            if (remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err) != REMAT_OK) {
+                remat_pp_result_destroy(&r);
+                continue;
+            }
+            found = interleaved;
+            for (uint32_t v = 0; v < r.n_stages; v++)
+                found |= r.stages[v].replay.flops_recompute > 0;
+            if (!found)
+                remat_pp_result_destroy(&r);
+        }
+        ck_assert_msg(found, "schedule %zu: no budget made a stage recompute", i);
+        size_t len;
+        char *text = remat_pp_plan_write(a, &r, &len, &err);
+        ck_assert_msg(text != NULL, "%s", err.msg);
+        ck_assert(remat_pp_plan_sniff(text, len));
+        ck_assert_msg(remat_pp_plan_load_json(a, text, len, "rt", NULL, &back, &err) == REMAT_OK, "%s", err.msg);
+        ck_assert_uint_eq(back.budget, o.budget);
+        ck_assert_uint_eq(back.n_stages, r.n_stages);
+        for (uint32_t d = 0; d < 2; d++) {
+            ck_assert_uint_eq(back.device_peak[d], r.device_peak[d]);
+            ck_assert_uint_le(back.device_peak[d], o.budget);
+        }
+        double extra = 0;
+        for (uint32_t v = 0; v < r.n_stages; v++) {
+            ck_assert_uint_eq(back.stages[v].replay.flops_recompute, r.stages[v].replay.flops_recompute);
+            ck_assert_uint_eq(back.stages[v].held, r.stages[v].held);
+            extra += (double)r.stages[v].replay.flops_recompute;
+        }
+        ck_assert(interleaved || extra > 0);
+        ck_assert_double_eq_tol(back.timeline.step_time, r.timeline.step_time, 1e-6 * r.timeline.step_time);
+        remat_free(text);
+        remat_pp_result_destroy(&back);
+        remat_pp_result_destroy(&r);
+        remat_pp_result_destroy(&sa);
+    }
+    /* Not a pipeline plan: sniffed as such, and refused with its path. */
+    const char *single = "{\"format\": \"remat-plan\", \"version\": 1}";
+    ck_assert(!remat_pp_plan_sniff(single, strlen(single)));
+    const char *badv = "{\"format\": \"remat-pp-plan\", \"version\": 2}";
+    remat_pp_result back;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_pp_plan_load_json(a, badv, strlen(badv), "v2.json", NULL, &back, &err), REMAT_EPARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "v2.json: version: must be 1"));
+    remat_pp_result_destroy(&back);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -387,6 +461,7 @@ Suite *pipeline_suite(void)
     tcase_add_test(tc, pipeline_should_plan_each_device_under_the_budget);
     tcase_add_test(tc, pipeline_should_wait_for_its_sends);
     tcase_add_test(tc, pipeline_should_have_the_closed_form_bubble_in_seconds);
+    tcase_add_test(tc, pipeline_plan_file_should_replay_to_the_same_devices);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -169,6 +169,7 @@ typedef struct remat_pp_result {
     remat_pp_stage *stages;
     uint64_t *device_peak;      /* per device */
     uint32_t largest;           /* the device with the largest peak */
+    uint64_t budget;            /* the per-device total budget it was planned under (0: none) */
     bool timed;                 /* o->device was given: the timeline is in seconds, sends cost time */
     remat_device device;        /* the device it was timed on (when timed) */
     remat_pp_timeline timeline; /* in seconds when timed, else each stage's FLOPs as its duration */
@@ -185,6 +186,26 @@ typedef struct remat_pp_result {
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err);
 void remat_pp_result_destroy(remat_pp_result *r);
+
+/* The pipeline plan file (format "remat-pp-plan", version 1; README
+ * "Pipeline plan files"): the whole graph's name and fingerprint, the
+ * schedule, the cuts, and each virtual stage's plan as a "remat-plan"
+ * document for its stage graph. NULL with err on failure (ENOMEM). */
+char *remat_pp_plan_write(const remat_analysis *a, const remat_pp_result *r, size_t *len, remat_err *err);
+/* Reads one back for a's graph and replays it: every stage's plan is
+ * checked against its stage graph (rebuilt from the cuts) and its schedule
+ * replayed; then the devices are judged and the schedule simulated (timed
+ * on device when not NULL) as remat_pp_plan does, without planning.
+ * REMAT_EPARSE naming SOURCE and the JSON path (a plan for another graph
+ * names both), REMAT_ESCHEDULE naming the stage for a schedule that does
+ * not replay. r is owned by the caller; destroy it either way. */
+remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, size_t len, const char *source,
+                                     const remat_device *device, remat_pp_result *r, remat_err *err);
+remat_status remat_pp_plan_load_file(const remat_analysis *a, const char *path, const remat_device *device,
+                                     remat_pp_result *r, remat_err *err);
+/* True when text is a JSON object whose "format" is "remat-pp-plan" (what
+ * `remat replay GRAPH FILE` uses to tell the two plan files apart). */
+bool remat_pp_plan_sniff(const char *text, size_t len);
 
 #ifdef __cplusplus
 }

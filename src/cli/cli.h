@@ -151,6 +151,7 @@ typedef struct remat_cli_pp {
     remat_pp_config c;
     const char *stages; /* --pp-stages text, or NULL */
     remat_pp_balance by;
+    const char *plan_out; /* plan -o: where remat_cli_pp_run writes the pipeline plan file, or NULL */
 } remat_cli_pp;
 void remat_cli_pp_init(remat_cli_pp *p);
 /* -1: not a pipeline option; 0: taken; > 0: the exit code of a usage error. */
@@ -164,6 +165,11 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
  * (o->device set) and writes the timed pipeline's Chrome trace to out. */
 int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                        const remat_plan_options *o, const char *out);
+/* `remat replay GRAPH FILE` for a pipeline plan file: replays every
+ * stage's plan (timed on device when not NULL) and prints the per-device
+ * report as remat_cli_pp_run does. */
+int remat_cli_pp_replay_file(const char *graph, const remat_analysis *a, const char *path, const char *text,
+                             size_t len, const remat_device *device, int json, FILE *H);
 /* `remat compare --pp ...`: every strategy under the same pipeline
  * (pp_compare.c), the table or JSON written to out whole. */
 int remat_cli_pp_compare(const char *graph, const remat_analysis *a, const remat_cli_pp *p,

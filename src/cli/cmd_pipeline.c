@@ -185,7 +185,7 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p)
     return REMAT_EXIT_OK;
 }
 
-static void print_text(FILE *H, const remat_cli_pp *p, const remat_pp_result *r, const remat_plan_options *o)
+static void print_text(FILE *H, const char *how, const remat_pp_result *r, const remat_plan_options *o)
 {
     const remat_pp_config *c = &r->config;
     char b1[64];
@@ -193,8 +193,7 @@ static void print_text(FILE *H, const remat_cli_pp *p, const remat_pp_result *r,
     if (c->kind == REMAT_PP_INTERLEAVED)
         fprintf(H, ":%u", c->chunks);
     fprintf(H, ": %u devices x %u microbatches, %u stages %s\n", c->stages, c->microbatches, r->n_stages,
-            p->stages ? "as given (--pp-stages)"
-                      : p->by == REMAT_PP_BALANCE_BYTES ? "balanced by activation bytes" : "balanced by FLOPs");
+            how);
     if (o->budget_kind == REMAT_BUDGET_TOTAL)
         fprintf(H, "budget (total, per device) %s: met\n", remat_format_bytes(o->budget, b1, sizeof b1));
     const remat_pp_timeline *t = &r->timeline;
@@ -311,11 +310,55 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {
-        if (json)
-            print_json(H, &r, o);
-        else
-            print_text(H, p, &r, o);
+        /* The plan file first: a run that cannot write it prints nothing. */
         rc = REMAT_EXIT_OK;
+        if (p->plan_out) {
+            size_t len;
+            char *text = remat_pp_plan_write(a, &r, &len, &err);
+            rc = text ? remat_cli_write(p->plan_out, text, len) : remat_cli_fail(&err);
+            remat_free(text);
+        }
+        if (rc == REMAT_EXIT_OK && json)
+            print_json(H, &r, o);
+        else if (rc == REMAT_EXIT_OK)
+            print_text(H,
+                       p->stages ? "as given (--pp-stages)"
+                                 : p->by == REMAT_PP_BALANCE_BYTES ? "balanced by activation bytes" : "balanced by FLOPs",
+                       &r, o);
+    }
+    remat_pp_result_destroy(&r);
+    return rc;
+}
+
+int remat_cli_pp_replay_file(const char *graph, const remat_analysis *a, const char *path, const char *text,
+                             size_t len, const remat_device *device, int json, FILE *H)
+{
+    (void)graph;
+    remat_err err;
+    remat_err_init(&err);
+    remat_pp_result r;
+    int rc;
+    if (remat_pp_plan_load_json(a, text, len, path, device, &r, &err) != REMAT_OK) {
+        rc = err.code == REMAT_ENOMEM ? remat_cli_fail(&err) : remat_cli_fail_in(path, &err);
+    } else {
+        /* The file's per-device budget is judged again, not trusted. */
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        if (r.budget) {
+            o.budget_kind = REMAT_BUDGET_TOTAL;
+            o.budget = r.budget;
+        }
+        rc = REMAT_EXIT_OK;
+        if (r.budget && r.device_peak[r.largest] > r.budget) {
+            char b1[64], b2[64];
+            fprintf(stderr, "remat: %s: device %u peaks at %s, over the plan's budget of %s\n", path, r.largest,
+                    remat_format_bytes(r.device_peak[r.largest], b1, sizeof b1),
+                    remat_format_bytes(r.budget, b2, sizeof b2));
+            rc = REMAT_EXIT_FAIL;
+        } else if (json)
+            print_json(H, &r, &o);
+        else
+            print_text(H, "as the plan file cut them", &r, &o);
     }
     remat_pp_result_destroy(&r);
     return rc;

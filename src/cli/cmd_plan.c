@@ -367,8 +367,7 @@ int cmd_plan(int argc, char **argv)
         return rc0;
     if ((rc0 = remat_cli_time_load("plan", &T, &o)) != REMAT_EXIT_OK)
         return rc0;
-    if (pp.set && out)
-        return remat_cli_usage_error("plan", "-o with --pp: a pipeline's per-stage plans have no file format yet");
+    pp.plan_out = out;
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);

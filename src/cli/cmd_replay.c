@@ -153,6 +153,27 @@ int cmd_replay(int argc, char **argv)
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    if (!pp.set && optind == argc - 2) {
+        /* A pipeline plan file (plan --pp -o) replays per stage. */
+        char *ptext = NULL;
+        size_t plen = 0;
+        remat_err ferr;
+        remat_err_init(&ferr);
+        if (remat__read_file(argv[optind + 1], &ptext, &plen, &ferr) == REMAT_OK && remat_pp_plan_sniff(ptext, plen)) {
+            if (numeric || L.used || strcmp(out, "-") != 0)
+                rc = remat_cli_usage_error("replay", "a pipeline plan replays per stage: no --numeric, -o or ledger "
+                                                     "options with it");
+            else
+                rc = remat_cli_pp_replay_file(argv[optind], a, argv[optind + 1], ptext, plen,
+                                              T.have_device ? &T.dev : NULL, json, stdout);
+            remat__free(ptext);
+            remat_cli_ledger_destroy(&L);
+            remat_analysis_destroy(a);
+            remat_graph_destroy(g);
+            return rc;
+        }
+        remat__free(ptext);
+    }
     if (pp.set) {
         /* Store-all per stage: the plan strategy that keeps everything. */
         remat_plan_options po;

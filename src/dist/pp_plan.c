@@ -324,6 +324,7 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;
     r->n_stages = n;
+    r->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
     r->stages = remat__calloc(n, sizeof *r->stages);
     r->device_peak = remat__calloc(P, sizeof *r->device_peak);
     uint32_t *cut = remat__malloc(((size_t)n + 1) * sizeof *cut);
