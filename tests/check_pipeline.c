@@ -449,6 +449,66 @@ START_TEST(pipeline_plan_file_should_replay_to_the_same_devices)
 }
 END_TEST
 
+/* Each stage's own training state is held once per device, beside its
+ * params: with 8192 B of optimizer state and 4096 B of master weights per
+ * stage, every device's peak rises by exactly 12288 B per chunk it runs,
+ * for store-all and under a budget that makes device 0 recompute (where
+ * the state must fit beside the activations, so the plan recomputes more). */
+START_TEST(pipeline_should_hold_each_stage_state_once)
+{
+    remat_graph *g = chain8();
+    remat_analysis *a = NULL;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+    const remat_pp_config cs[] = {{REMAT_PP_1F1B, 2, 4, 1}, {REMAT_PP_INTERLEAVED, 2, 4, 2}};
+    for (size_t i = 0; i < 2; i++) {
+        const uint32_t n = cs[i].stages * cs[i].chunks;
+        remat_exec_extras x[4];
+        memset(x, 0, sizeof x);
+        for (uint32_t v = 0; v < n; v++) {
+            x[v].optimizer_state = 8192;
+            x[v].master_weights = 4096;
+        }
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        o.strategy = "store-all";
+        remat_pp_result bare, with;
+        ck_assert_int_eq(remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &bare, &err), REMAT_OK);
+        ck_assert_msg(remat_pp_plan_staged(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, x, &with, &err) == REMAT_OK,
+                      "%s", err.msg);
+        for (uint32_t d = 0; d < 2; d++)
+            ck_assert_uint_eq(with.device_peak[d] - bare.device_peak[d], 12288u * cs[i].chunks);
+        for (uint32_t v = 0; v < n; v++)
+            ck_assert_uint_eq(with.stages[v].persistent - bare.stages[v].persistent, 12288);
+        /* Read back from a plan file, the state is still there. */
+        size_t len;
+        char *text = remat_pp_plan_write(a, &with, &len, &err);
+        ck_assert_ptr_nonnull(text);
+        remat_pp_result back;
+        ck_assert_msg(remat_pp_plan_load_json(a, text, len, "x", NULL, &back, &err) == REMAT_OK, "%s", err.msg);
+        for (uint32_t d = 0; d < 2; d++)
+            ck_assert_uint_eq(back.device_peak[d], with.device_peak[d]);
+        remat_free(text);
+        remat_pp_result_destroy(&back);
+        remat_pp_result_destroy(&with);
+        remat_pp_result_destroy(&bare);
+    }
+    /* State in the plan options is refused: it belongs to the stages. */
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.extras.optimizer_state = 1;
+    remat_pp_config c = {REMAT_PP_1F1B, 2, 2, 1};
+    remat_pp_result r;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_pp_plan(a, &c, NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err), REMAT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "goes per stage"));
+    remat_pp_result_destroy(&r);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -462,6 +522,7 @@ Suite *pipeline_suite(void)
     tcase_add_test(tc, pipeline_should_wait_for_its_sends);
     tcase_add_test(tc, pipeline_should_have_the_closed_form_bubble_in_seconds);
     tcase_add_test(tc, pipeline_plan_file_should_replay_to_the_same_devices);
+    tcase_add_test(tc, pipeline_should_hold_each_stage_state_once);
     suite_add_tcase(s, tc);
     return s;
 }

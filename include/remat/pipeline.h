@@ -159,6 +159,7 @@ typedef struct remat_pp_stage {
     double fwd_time, bwd_time, recompute_time; /* its FWD, BWD and RECOMPUTE instructions' op times */
     double act_send_time, grad_send_time;      /* SEND of its output activation, of its input gradient */
     uint32_t n_measured, n_timed;              /* op durations measured (attrs), of forward + backward */
+    remat_exec_extras extras;                  /* the ledger's state for its params (sharding NULL), or zero */
     remat_plan plan;
     remat_replay_result replay;
 } remat_pp_stage;
@@ -185,6 +186,15 @@ typedef struct remat_pp_result {
  * r is owned by the caller; destroy it either way. */
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err);
+/* The same with the training state of each virtual stage's own params:
+ * stage_extras[v] (P*V entries, sharding NULL; NULL: none) is what stage v's
+ * replay adds (optimizer state, master weights, frozen copies, buffers),
+ * counted once per device with its persistent bytes. o->extras must be
+ * empty. The CLI fills them from the ledger of each stage graph
+ * (remat_pp_stage_graph). */
+remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
+                                  remat_pp_balance by, const remat_plan_options *o,
+                                  const remat_exec_extras *stage_extras, remat_pp_result *r, remat_err *err);
 void remat_pp_result_destroy(remat_pp_result *r);
 
 /* The pipeline plan file (format "remat-pp-plan", version 1; README

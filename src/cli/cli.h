@@ -152,6 +152,7 @@ typedef struct remat_cli_pp {
     const char *stages; /* --pp-stages text, or NULL */
     remat_pp_balance by;
     const char *plan_out; /* plan -o: where remat_cli_pp_run writes the pipeline plan file, or NULL */
+    struct remat_cli_ledger *ledger; /* the ledger's options when given (each stage's state), or NULL */
 } remat_cli_pp;
 void remat_cli_pp_init(remat_cli_pp *p);
 /* -1: not a pipeline option; 0: taken; > 0: the exit code of a usage error. */
@@ -170,6 +171,11 @@ int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_c
  * report as remat_cli_pp_run does. */
 int remat_cli_pp_replay_file(const char *graph, const remat_analysis *a, const char *path, const char *text,
                              size_t len, const remat_device *device, int json, FILE *H);
+/* pp_ledger.c: x[v] = the ledger's state for virtual stage v's params
+ * (cuts: P*V+1 forward positions); *reserve the device's reserve. An exit
+ * code (--dp with --pp refused). */
+int remat_cli_pp_ledger(const char *cmd, const remat_analysis *a, const remat_cli_pp *p, struct remat_cli_ledger *L,
+                        const uint32_t *cuts, remat_exec_extras *x, uint64_t *reserve);
 /* `remat compare --pp ...`: every strategy under the same pipeline
  * (pp_compare.c), the table or JSON written to out whole. */
 int remat_cli_pp_compare(const char *graph, const remat_analysis *a, const remat_cli_pp *p,

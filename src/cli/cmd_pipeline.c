@@ -15,6 +15,7 @@
  * memory figures are the same either way.
  */
 #include "cli.h"
+#include "ledger_opts.h"
 #include "remat/pipeline.h"
 
 #include <inttypes.h>
@@ -303,8 +304,32 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
     int rc = pp_cuts(cmd, a, p, cuts_buf, &cuts);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    /* The ledger's options: each stage's state from its own params, so the
+     * cuts are fixed here (the balance the library would choose). */
+    const uint32_t n = p->c.stages * p->c.chunks;
+    remat_exec_extras *sx = NULL;
+    remat_plan_options po = *o;
+    if (p->ledger) {
+        if (!cuts) {
+            if (n > 256)
+                return remat_cli_usage_error(cmd, "--pp with the ledger's options: at most 256 stages");
+            if (remat_pp_partition(a, n, p->by, cuts_buf, &err) != REMAT_OK)
+                return remat_cli_usage_error(cmd, "%s", err.msg);
+            cuts = cuts_buf;
+        }
+        sx = remat__calloc(n, sizeof *sx);
+        if (!sx)
+            return remat_cli_fail(&err);
+        uint64_t reserve = 0;
+        if ((rc = remat_cli_pp_ledger(cmd, a, p, p->ledger, cuts, sx, &reserve)) != REMAT_EXIT_OK ||
+            (rc = remat_cli_apply_reserve(cmd, &po, reserve)) != REMAT_EXIT_OK) {
+            remat__free(sx);
+            return rc;
+        }
+    }
     remat_pp_result r;
-    remat_status st = remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
+    remat_status st = remat_pp_plan_staged(a, &p->c, cuts, p->by, &po, sx, &r, &err);
+    remat__free(sx);
     if (st == REMAT_EINVAL)
         rc = remat_cli_usage_error(cmd, "%s", err.msg);
     else if (st != REMAT_OK)

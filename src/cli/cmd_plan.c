@@ -373,16 +373,18 @@ int cmd_plan(int argc, char **argv)
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
-    uint64_t reserve = 0;
-    if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
-        (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
+    if (pp.set) {
+        /* The ledger's state goes per stage (pp_ledger.c). */
+        pp.ledger = L.used ? &L : NULL;
+        rc = remat_cli_pp_run("plan", argv[optind], a, &pp, &o, json, stdout);
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
-    if (pp.set) {
-        rc = remat_cli_pp_run("plan", argv[optind], a, &pp, &o, json, stdout);
+    uint64_t reserve = 0;
+    if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+        (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);
         remat_graph_destroy(g);

@@ -145,9 +145,9 @@ int cmd_replay(int argc, char **argv)
         return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
     if ((prc = remat_cli_pp_check("replay", &pp)) != REMAT_EXIT_OK)
         return prc;
-    if (pp.set && (optind == argc - 2 || numeric || L.used || strcmp(out, "-") != 0))
-        return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric, "
-                                               "-o or ledger options with it");
+    if (pp.set && (optind == argc - 2 || numeric || strcmp(out, "-") != 0))
+        return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric or "
+                                               "-o with it");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
@@ -180,6 +180,7 @@ int cmd_replay(int argc, char **argv)
         remat_plan_options_init(&po);
         po.strategy = "store-all";
         po.device = T.have_device ? &T.dev : NULL;
+        pp.ledger = L.used ? &L : NULL;
         rc = remat_cli_pp_run("replay", argv[optind], a, &pp, &po, json, stdout);
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);

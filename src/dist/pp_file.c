@@ -38,7 +38,29 @@ char *remat_pp_plan_write(const remat_analysis *a, const remat_pp_result *r, siz
     remat_buf_puts(&b, " \"cuts\": [");
     for (uint32_t v = 0; v < r->n_stages; v++)
         remat_buf_printf(&b, "%u, ", r->stages[v].first);
-    remat_buf_printf(&b, "%u],\n \"stages\": [\n", r->n_stages ? r->stages[r->n_stages - 1].end : 0);
+    remat_buf_printf(&b, "%u],\n", r->n_stages ? r->stages[r->n_stages - 1].end : 0);
+    /* The ledger's state per stage, when there is any: the replay of each
+     * stage counts it, so reading the file back must too. */
+    int any = 0;
+    for (uint32_t v = 0; v < r->n_stages; v++) {
+        const remat_exec_extras *x = &r->stages[v].extras;
+        any |= x->optimizer_state || x->master_weights || x->frozen_copies || x->comm_buffers ||
+               x->optimizer_workspace || x->workspace;
+    }
+    if (any) {
+        remat_buf_puts(&b, " \"stage_state\": [");
+        for (uint32_t v = 0; v < r->n_stages; v++) {
+            const remat_exec_extras *x = &r->stages[v].extras;
+            remat_buf_printf(&b,
+                             "%s{\"optimizer_state\": %" PRIu64 ", \"master_weights\": %" PRIu64
+                             ", \"frozen_copies\": %" PRIu64 ", \"comm_buffers\": %" PRIu64
+                             ", \"optimizer_workspace\": %" PRIu64 ", \"workspace\": %" PRIu64 "}",
+                             v ? ",\n   " : "", x->optimizer_state, x->master_weights, x->frozen_copies,
+                             x->comm_buffers, x->optimizer_workspace, x->workspace);
+        }
+        remat_buf_puts(&b, "],\n");
+    }
+    remat_buf_puts(&b, " \"stages\": [\n");
     remat_status s = REMAT_OK;
     for (uint32_t v = 0; v < r->n_stages && s == REMAT_OK; v++) {
         const remat_pp_stage *st = &r->stages[v];
@@ -170,6 +192,37 @@ static remat_status header(const remat_analysis *a, const cJSON *root, const cha
     return REMAT_OK;
 }
 
+/* The optional "stage_state": per stage, the ledger's byte counts. */
+static remat_status stage_state(const cJSON *root, const char *source, uint32_t n, remat_pp_result *r,
+                                remat_err *err)
+{
+    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(root, "stage_state");
+    if (!ss)
+        return REMAT_OK;
+    if (!cJSON_IsArray(ss) || (uint32_t)cJSON_GetArraySize(ss) != n)
+        return remat_err_set(err, REMAT_EPARSE, "%s: stage_state: must be an array of %u objects (one per stage)",
+                             source, n);
+    static const char *const keys[] = {"optimizer_state", "master_weights", "frozen_copies", "comm_buffers",
+                                       "optimizer_workspace", "workspace"};
+    for (uint32_t v = 0; v < n; v++) {
+        const cJSON *o = cJSON_GetArrayItem(ss, (int)v);
+        remat_exec_extras *x = &r->stages[v].extras;
+        uint64_t *field[] = {&x->optimizer_state, &x->master_weights, &x->frozen_copies, &x->comm_buffers,
+                             &x->optimizer_workspace, &x->workspace};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, keys[k]);
+            if (!cJSON_IsNumber(f) || !(f->valuedouble >= 0) || f->valuedouble > 9007199254740992.0 ||
+                f->valuedouble != (double)(uint64_t)f->valuedouble) {
+                char path[80];
+                snprintf(path, sizeof path, "stage_state[%u].%s", v, keys[k]);
+                return bad(err, source, path, "must be a whole number of bytes from 0 to 2^53");
+            }
+            *field[k] = (uint64_t)f->valuedouble;
+        }
+    }
+    return REMAT_OK;
+}
+
 remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, size_t len, const char *source,
                                      const remat_device *device, remat_pp_result *r, remat_err *err)
 {
@@ -217,6 +270,8 @@ remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, 
     }
     for (uint32_t v = 0; v < n; v++)
         remat_plan_init(&r->stages[v].plan);
+    if ((s = stage_state(root, source, n, r, err)) != REMAT_OK)
+        goto out;
     for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
         remat_pp_stage *st = &r->stages[v];
         st->first = cuts[v];
@@ -237,7 +292,7 @@ remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, 
         if (s != REMAT_OK)
             break;
         st->budget = st->plan.budget_kind == REMAT_BUDGET_TOTAL ? st->plan.budget : 0;
-        s = remat_replay(sg[v].a, &st->plan.schedule, NULL, NULL, &st->replay, err);
+        s = remat_replay(sg[v].a, &st->plan.schedule, &st->extras, NULL, &st->replay, err);
         if (s == REMAT_OK && !st->replay.valid) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);

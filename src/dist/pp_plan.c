@@ -117,6 +117,7 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     remat_plan_destroy(&st->plan);
     remat_replay_result_destroy(&st->replay);
     remat_plan_options o = *base;
+    o.extras = st->extras;
     if (st->budget) {
         o.budget_kind = REMAT_BUDGET_TOTAL;
         o.budget = st->budget;
@@ -154,7 +155,7 @@ remat_status remat__pp_measure_stage(const stage_graph *sg, remat_pp_stage *st, 
     if (!kept)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline stage");
     remat_replay_cursor *cur = NULL;
-    s = remat_replay_begin(sg->a, NULL, NULL, &cur, err);
+    s = remat_replay_begin(sg->a, &st->extras, NULL, &cur, err);
     uint64_t extra = 0, running = 0;
     int seen_bwd = 0;
     for (size_t i = 0; s == REMAT_OK && i < st->plan.schedule.n; i++) {
@@ -310,6 +311,13 @@ remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const r
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err)
 {
+    return remat_pp_plan_staged(a, c, cuts, by, o, NULL, r, err);
+}
+
+remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
+                                  remat_pp_balance by, const remat_plan_options *o,
+                                  const remat_exec_extras *stage_extras, remat_pp_result *r, remat_err *err)
+{
     memset(r, 0, sizeof *r);
     remat_status s = remat_pp_check(c, err);
     if (s != REMAT_OK)
@@ -319,8 +327,12 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
                                                 "peak; use --budget");
     const remat_exec_extras none = {0};
     if (memcmp(&o->extras, &none, sizeof none) != 0)
-        return remat_err_set(err, REMAT_EINVAL, "--pp does not take the ledger's options yet (each stage would need "
-                                                "its own share of the optimizer state)");
+        return remat_err_set(err, REMAT_EINVAL, "pipeline: the ledger's state goes per stage (stage_extras), not in "
+                                                "the plan options");
+    for (uint32_t v = 0; stage_extras && v < c->stages * c->chunks; v++)
+        if (stage_extras[v].sharding)
+            return remat_err_set(err, REMAT_EINVAL, "--dp with --pp: a pipeline stage's data-parallel sharding is not "
+                                                    "modelled yet");
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;
     r->n_stages = n;
@@ -348,6 +360,8 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
         st->device = v % P;
         st->chunk = v / P;
         st->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
+        if (stage_extras)
+            st->extras = stage_extras[v];
         s = remat__pp_open_stage(a, st->first, st->end, v, &sg[v], st, err);
         if (s == REMAT_OK)
             s = plan_stage(&sg[v], o, st, &bwd[v], err);

@@ -80,3 +80,13 @@ expect pp_file_empty_stage 3 "cuts[2]: cuts must rise from 0 to the graph's 8 op
 sed 's/"BWD t6", *//' "$T/c8.ppplan" >"$T/nobwd.ppplan"
 expect pp_file_bad_schedule 1 "stages[1]: the schedule is not valid: instruction 10 (BWD t5): gradient of 't5' is incomplete" -- "$REMAT" replay "$T/c8.json" "$T/nobwd.ppplan"
 expect pp_file_no_numeric 2 "a pipeline plan replays per stage" -- "$REMAT" replay "$T/c8.json" "$T/c8.ppplan" --numeric
+
+# The ledger's options with --pp: each stage's state from its own params.
+# c8's params are 1 KiB f32 each, four per stage, so Adam's two f32 moments
+# add 2 x 4 x 1024 = 8192 B to each device: 12591104 + 8192 = 12599296 B.
+expect pp_ledger_adam 0 "device 0 peak 12.02 MiB (12599296 B), 2 in flight  <- largest" -- \
+    "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --optimizer adam
+expect pp_ledger_replay 0 "device 0 peak 12.02 MiB (12599296 B)" -- \
+    "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --optimizer adam
+expect pp_ledger_no_dp 2 "--dp, --shard and --deepspeed-config with --pp" -- \
+    "$REMAT" plan "$T/c8.json" --pp 2 --optimizer adam --dp 4
