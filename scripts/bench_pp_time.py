@@ -27,7 +27,9 @@ forward and gradients backward with isend. For each P:
 
 Figures only, never a verdict on time: the machine is shared (the load
 average is printed) and P processes on fewer cores than P run slower than
-their durations say. The exit status is 0 unless a run fails. Without torch
+their durations say; the "CPU share" column (the ranks' CPU time over P x
+the step) shows how much of a core each rank had, which the prediction
+takes to be one. The exit status is 0 unless a run fails. Without torch
 it prints a skip line.
 """
 import argparse
@@ -142,8 +144,8 @@ def main():
                        timeout=600)
         with open(g) as f:
             graph = json.load(f)
-        print("%-3s %13s %13s %8s  %s" % ("P", "predicted ms", "measured ms", "ratio",
-                                         "predicted: bubble, exposed send/recv (ms, per device); measured steps"))
+        print("%-3s %13s %13s %8s %9s  %s" % ("P", "predicted ms", "measured ms", "ratio", "CPU share",
+                                              "predicted: bubble/exposed send-recv (ms, per device); measured steps"))
         for P in args.stages:
             r = subprocess.run([args.remat, "replay", g, "--pp", str(P), "--microbatches", str(M), "--pp-schedule",
                                 "1f1b", "--pp-stages", stage_cuts(graph, P), "--device", dev, "--json"],
@@ -152,14 +154,17 @@ def main():
                 sys.exit("pp-time: remat failed: " + r.stderr)
             t = json.loads(r.stdout)["time"]
             res = pp_1f1b.run(P, time_steps=args.steps)
-            steps = res[0][0]
+            steps = [w for w, _ in res[0][0]]
+            share = statistics.median(c for _, c in res[0][0])
             measured = statistics.median(steps)
             parts = " ".join("%.2f/%.2f" % (d["bubble_s"] * 1e3, d["exposed_comm_s"] * 1e3) for d in t["devices"])
-            print("%-3d %13.3f %13.3f %8.3f  %s; %s" % (P, t["step_s"] * 1e3, measured * 1e3, t["step_s"] / measured,
-                                                       parts, " ".join("%.1f" % (x * 1e3) for x in steps)))
+            print("%-3d %13.3f %13.3f %8.3f %9.2f  %s; %s" %
+                  (P, t["step_s"] * 1e3, measured * 1e3, t["step_s"] / measured, share, parts,
+                   " ".join("%.1f" % (x * 1e3) for x in steps)))
     print("predicted: `remat replay --pp P --device` from this CPU's per-op durations (%d of %d op times measured) "
-          "and the link above; measured: the median of %d timed 1F1B steps after one warm-up; ratio = predicted / "
-          "measured" % (t["measured_ops"]["measured"], t["measured_ops"]["of"], args.steps))
+          "and the link above; measured: the median of %d timed 1F1B steps after one warm-up (the slowest rank's); "
+          "ratio = predicted / measured; CPU share: the ranks' CPU time over P x the step (1.00: a core each, as "
+          "the prediction assumes)" % (t["measured_ops"]["measured"], t["measured_ops"]["of"], args.steps))
     return 0
 
 

@@ -39,6 +39,16 @@
  * may get different plans; the first holds most. tests/torch/pp_1f1b.py
  * measures each stage of a real 1F1B run against this.
  *
+ * With a device in the plan options, the final plans are timed: each
+ * stage's forward and backward (with its recomputation) from remat/time.h's
+ * op times, each boundary tensor a SEND on the sending device's link stream
+ * (remat_pp_simulate_linked), so the step, the bubble and the exposed
+ * send/recv are seconds; scripts/bench_pp_time.py sets the prediction
+ * beside a measured 1F1B run. A result can be written as a pipeline plan
+ * file and read back (remat_pp_plan_write, remat_pp_plan_load_json), and
+ * each stage may carry the ledger's state for its own params
+ * (remat_pp_plan_staged).
+ *
  *     remat_pp_config c = {REMAT_PP_1F1B, 4, 8, 1};
  *     remat_pp_result r;
  *     if (remat_pp_plan(a, &c, NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err) == REMAT_OK) { ... r.largest ... }

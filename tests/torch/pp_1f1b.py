@@ -156,15 +156,20 @@ def worker(s, P, port, q, time_steps=0):
         # Forward and backward of every microbatch, no optimizer (the
         # prediction covers the same); gradients accumulate over the steps,
         # which costs nothing extra.
+        # Each step's wall time is the slowest rank's; its CPU share is the
+        # ranks' CPU time (process-wide, gloo's threads included) over P x
+        # the wall time: below 1 when P processes share fewer cores.
         times = []
         for i in range(time_steps + 1):
             dist.barrier()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step()
-            t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
-            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            w = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+            c = torch.tensor([time.process_time() - c0], dtype=torch.float64)
+            dist.all_reduce(w, op=dist.ReduceOp.MAX)
+            dist.all_reduce(c, op=dist.ReduceOp.SUM)
             if i:  # the first step warms up
-                times.append(t.item())
+                times.append((w.item(), c.item() / (P * w.item())))
         q.put((s, times, params))
         dist.destroy_process_group()
         return
