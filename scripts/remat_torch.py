@@ -13,7 +13,11 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    (format v1) by the exporter's rules (scripts/export_torch.py): one op per
    ATen node with its exact output bytes (shape x dtype) and FLOPs, views
    (t, view, detach, ...) as `alias_of` their input, views of a weight read
-   as the weight, random ops (dropout's bernoulli) not recomputable. An
+   as the weight, random ops (dropout's bernoulli) not recomputable unless
+   rng=True (the default of compile and graph_of): then each random op
+   reads the generator state saved just before it and is recomputable,
+   replaying that state (scripts/torch_rng.py, torch.utils.checkpoint's
+   preserve_rng_state). An
    op's `saves` are the forward values its backward reads: the joint graph's
    backward nodes show which forward values are read at all; each is given
    to the op whose ATen formula reads it (an input of most ops, the output of
@@ -74,6 +78,7 @@ sys.path.insert(0, HERE)
 import export_torch as ex  # noqa: E402
 from torch_workspace import ConvWorkspace, NormWorkspace  # noqa: E402
 import torch_schedule  # noqa: E402
+import torch_rng  # noqa: E402
 
 aten = torch.ops.aten
 WS = ConvWorkspace()
@@ -81,8 +86,7 @@ NORM_WS = NormWorkspace()
 VIEWS = ex.VIEW_FREE | {"detach", "alias", "expand", "view", "t", "transpose", "permute", "_reshape_alias",
                         "_unsafe_view", "squeeze", "unsqueeze", "slice", "select", "as_strided"}
 SAVES_OUTPUT = {"relu", "sigmoid", "tanh", "_softmax", "_log_softmax", "exp", "threshold", "elu", "hardsigmoid"}
-RANDOM = {"bernoulli", "native_dropout", "rand_like", "randn_like", "rand", "randn", "randint", "normal",
-          "uniform", "randperm", "multinomial", "bernoulli_"}
+RANDOM = torch_rng.RANDOM
 
 
 def _default_remat():
@@ -682,7 +686,7 @@ def measured_peak(step, model, example_inputs):
 
 
 def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
-            budget_option="--budget", calibrate=0, schedule="auto"):
+            budget_option="--budget", calibrate=0, schedule="auto", rng=True):
     """A module whose training step recomputes what remat's plan under `budget` says.
 
     budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
@@ -690,16 +694,19 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     calibrate=N: measure one step (measured_peak); while params and inputs plus the measured peak exceed
     the budget, plan again (at most N times) under the budget less the excess. remat_report["calibration"]
     lists each round's planned budget and measured peak.
+    rng=True: random ops are recomputable, replaying the generator state saved at their draw (torch_rng);
+    False: they are kept, as functorch's partitioners keep them.
     """
     if not calibrate:
-        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule)
+        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule,
+                        rng)
     target = parse_bytes(budget)
     planned = target
     rounds = []
     step = None
     for _ in range(calibrate + 1):
         step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option,
-                        schedule)
+                        schedule, rng)
         peak = measured_peak(step, model, example_inputs)
         total = step.remat_report["resident_bytes"] + peak
         rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
@@ -710,7 +717,7 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     return step
 
 
-def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule):
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule, rng):
     remat = remat or _default_remat()
     n_params, frozen = _param_info(model)
     report = {}
@@ -719,6 +726,8 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
     def partition(joint, joint_inputs):
         graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
                                         real=_real_primals(model, example_inputs))
+        if rng:
+            torch_rng.add_states(joint, graph, node_of)
         gpath = os.path.join(workdir, "graph.json")
         with open(gpath, "w") as f:
             json.dump(graph, f)
@@ -741,6 +750,7 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
         else:
             saved = saved_values_for(joint, keep, node_of, graph)
             fw, bw = _extract_fwd_bwd_modules(joint, saved)
+            torch_rng.mark_replays(bw)
             fwd_names = {n.name for n in split_joint(joint)[0]}
             recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
             report["graphs"] = "keep set"
@@ -760,14 +770,16 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
     return Compiled(model, compiled, report)
 
 
-def graph_of(model, example_inputs):
-    """The remat graph of the model's joint graph (no plan): for store-all figures and budgets."""
+def graph_of(model, example_inputs, rng=True):
+    """The remat graph of the model's joint graph (no plan): for store-all figures and budgets (rng: as
+    compile's)."""
     n_params, frozen = _param_info(model)
     box = {}
 
     def partition(joint, joint_inputs):
-        box["graph"] = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
-                                      real=_real_primals(model, example_inputs))[0]
+        g, tid = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
+                                real=_real_primals(model, example_inputs))
+        box["graph"] = torch_rng.add_states(joint, g, tid) if rng else g
         return default_partition(joint, joint_inputs)
 
     _warm(_aot(model, partition), example_inputs)
