@@ -757,6 +757,7 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
             report["recomputed_nodes"] = len(recomputed)
             report["saved_values"] = len(saved)
             sink_recomputation(bw, recomputed)
+        report["rng_replays"] = torch_rng.replays(fw, bw)
         if verbose:
             print("remat_torch: %s\nremat_torch: plan %s keeps %d of %d activations, replayed peak %s B, "
                   "%d forward nodes recomputed in backward" %

@@ -25,7 +25,8 @@ This module does the same per random node of the AOTAutograd joint graph:
   random op, which becomes recomputable; the earliest op (forward order)
   whose `saves` hold a value computed from the draw saves the state too, so
   remat keeps it until the last backward step that could recompute the
-  draw, and charges its bytes like any kept tensor (graphs/README.md,
+  draw (the graph's outputs, held to the end by the caller, do not count),
+  and charges its bytes like any kept tensor (graphs/README.md,
   "Random ops").
 * mark_replays (and torch_schedule's copies of a RECOMPUTE) turn a copy of a
   draw into `replay(state, name, *args)`: it saves the live generator state,
@@ -126,6 +127,8 @@ def add_states(joint, graph, tid):
             if any(i in drawn for i in e["inputs"]):
                 drawn.add(e["id"])
                 drawn.update(o["id"] for o in e.get("outputs", []))
+        # The graph's outputs (the loss) are held by the caller to the end, never recomputed.
+        drawn -= set(graph["outputs"])
         saver = next((e for e in graph["ops"] if any(x in drawn for x in e["saves"])), None)
         if saver is not None:
             saver["saves"].append(sid)
@@ -141,15 +144,21 @@ def add_states(joint, graph, tid):
 
 
 def mark_replays(gm):
-    """Every draw in a backward GraphModule is a recomputation: it replays its saved state."""
-    hit = False
+    """Every draw in a backward GraphModule is a recomputation: it replays its saved state. Returns how
+    many draws it made replays."""
+    hit = 0
     for n in gm.graph.nodes:
         if n.op == "call_function" and n.target is draw:
             n.target = replay
-            hit = True
+            hit += 1
     if hit:
         gm.recompile()
-    return gm
+    return hit
+
+
+def replays(*gms):
+    """How many replayed draws the GraphModules hold (remat_report["rng_replays"])."""
+    return sum(1 for gm in gms for n in gm.graph.nodes if n.op == "call_function" and n.target is replay)
 
 
 def as_replay(node):

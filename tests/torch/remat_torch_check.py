@@ -129,8 +129,10 @@ def main():
                     "workspace, the quantity Checkmate calls the budget); total: --budget P - (1 - f) x A")
     ap.add_argument("--schedule", choices=("auto", "always", "never"), default="auto",
                     help="remat_torch.compile's schedule: which plans run as remat's own schedule")
+    ap.add_argument("--strategy", help="only this one of remat_torch.CANDIDATES (e.g. dtr)")
     a = ap.parse_args()
-    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto"))
+    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto") and
+                       (a.strategy is None or c == (a.strategy,)))
     torch.set_num_threads(1)
     import tempfile
     workdir = tempfile.mkdtemp(prefix="remat-torch-check-")
