@@ -788,10 +788,24 @@ def graph_of(model, example_inputs, rng=True):
 
 
 def min_cut_compile(model, example_inputs):
-    """functorch's min-cut rematerialization partitioner, through the same interpreter."""
-    c = _aot(model, min_cut_rematerialization_partition)
+    """functorch's min-cut rematerialization partitioner, through the same interpreter. remat_report counts
+    the forward nodes its backward graph recomputes ("recomputed_nodes") and their FLOPs by the remat
+    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports)."""
+    n_params, frozen = _param_info(model)
+    report = {"partitioner": "min_cut_rematerialization_partition"}
+
+    def partition(joint, joint_inputs):
+        graph = joint_to_graph(joint, n_params, frozen, real=_real_primals(model, example_inputs))[0]
+        fwd_names = {n.name for n in split_joint(joint)[0]}
+        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs)
+        flops = {d["id"]: (d.get("flops", 0), d.get("bwd_flops", 2 * d.get("flops", 0))) for d in graph["ops"]}
+        again = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        report.update(recomputed_nodes=len(again), recompute_flops=sum(flops.get(x, (0, 0))[0] for x in again))
+        report["overhead"] = report["recompute_flops"] / max(1, sum(f + b for f, b in flops.values()))
+        return fw, bw
+    c = _aot(model, partition)
     _warm(c, example_inputs)
-    return Compiled(model, c, {"partitioner": "min_cut_rematerialization_partition"})
+    return Compiled(model, c, report)
 
 
 def store_all_compile(model, example_inputs):
