@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--schedule", choices=("auto", "always", "never"), default="auto",
                     help="remat_torch.compile's schedule: which plans run as remat's own schedule")
     ap.add_argument("--strategy", help="only this one of remat_torch.CANDIDATES (e.g. dtr)")
+    ap.add_argument("--no-rng", action="store_true",
+                    help="random ops kept (not recomputable), as before scripts/torch_rng.py")
     a = ap.parse_args()
     strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto") and
                        (a.strategy is None or c == (a.strategy,)))
@@ -141,7 +143,7 @@ def main():
         model, inputs = build(name)
         params = list(model.parameters())
         _, eager_grads = profiled_step(model, params, inputs)
-        graph = remat_torch.graph_of(model, inputs)
+        graph = remat_torch.graph_of(model, inputs, rng=not a.no_rng)
         P, R, A = replay(a.remat, graph, workdir, name)
         sa = remat_torch.store_all_compile(model, inputs)
         sa_peak, sa_grads = profiled_step(sa, params, inputs)
@@ -157,7 +159,7 @@ def main():
             try:
                 step = remat_torch.compile(model, inputs, budget=budget, budget_option=option, remat=a.remat,
                                            strategies=strategies, calibrate=a.calibrate if option == "--budget"
-                                           else 0, schedule=a.schedule)
+                                           else 0, schedule=a.schedule, rng=not a.no_rng)
             except RuntimeError as e:
                 bad += 1
                 msg = str(e)
