@@ -133,6 +133,8 @@ def main():
                 continue
             lab = "remat at %s's peak (%s, %.1f%% FLOPs)" % (label, st.remat_report["chosen"],
                                                             100 * float(st.remat_report["overhead"] or 0))
+            if st.remat_report.get("rng_replays"):
+                lab = lab[:-1] + ", %d draws replayed)" % st.remat_report["rng_replays"]
             methods.append((lab, st, "AOT default partition"))
             peaks[lab] = peak_of(st, params, inputs)
             pairs.append((lab, peer))

@@ -58,6 +58,7 @@ functorch's min-cut partitioner and its default (save what the forward
 made) partitioner, through the same interpreter: the peers the bench
 compares with.
 """
+import copy
 import json
 import os
 import re
@@ -655,13 +656,38 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
     def partition(joint, joint_inputs):
         graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
                                         real=_real_primals(model, example_inputs))
-        if rng:
-            torch_rng.add_states(joint, graph, node_of)
-        gpath = os.path.join(workdir, "graph.json")
-        with open(gpath, "w") as f:
-            json.dump(graph, f)
-        plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report,
-                                schedules=schedule != "never")
+        # Two graphs when the model draws random numbers: its draws kept, and its draws recomputable
+        # under saved generator states (torch_rng), which cost their bytes even where a plan never
+        # recomputes the draw. remat plans both; the plan with less extra FLOPs wins, the kept draws
+        # on a tie (so a budget that needs no recomputation gets store-all, with no states).
+        variants = [("draws kept", joint, graph, node_of)]
+        if rng and any(torch_rng.is_random(n) for n in joint.graph.nodes):
+            j2 = copy.deepcopy(joint)
+            by_name = {n.name: t for n, t in node_of.items()}
+            t2 = {n: by_name[n.name] for n in j2.graph.nodes if n.name in by_name}
+            variants.append(("draws replayed", j2, torch_rng.add_states(j2, copy.deepcopy(graph), t2), t2))
+        best, commands, errors = None, [], []
+        for k, (label, j, g, t) in enumerate(variants):
+            gpath = os.path.join(workdir, "graph.json" if k == 0 else "graph-rng.json")
+            with open(gpath, "w") as f:
+                json.dump(g, f)
+            sub, pdir = {}, os.path.join(workdir, "rng") if k else workdir
+            os.makedirs(pdir, exist_ok=True)
+            try:
+                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, strategies, sub,
+                                        schedules=schedule != "never")
+            except RuntimeError as e:
+                errors.append(e)
+                continue
+            finally:
+                commands += [dict(c, graph=label) for c in sub.get("commands", [])]
+            if best is None or rep["flops"]["recompute"] < best[5]["flops"]["recompute"]:
+                best = (label, j, g, t, plan, rep, sub, gpath)
+        report["commands"] = commands
+        if best is None:
+            raise errors[-1]
+        label, joint, graph, node_of, plan, rep, sub, gpath = best
+        report.update(command=sub["command"], plan=sub["plan"], random_ops=label)
         keep = set(plan["keep"])
         report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
         report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],

@@ -178,12 +178,14 @@ def main():
             cal = rep.get("calibration") or []
             print("  %s f=%.1f %s %d B%s: %s (%s graphs) keeps %d, %d recomputed nodes, extra FLOPs %.1f%%; "
                   "step peak predicted %d B, measured %d B (%.4f); activation peak predicted %d B, measured %d B, "
-                  "within budget: %s; gradients %s" %
+                  "within budget: %s; gradients %s%s" %
                   ("ok" if ok else "FAIL", f, option[2:], budget,
                    " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
                    if len(cal) > 1 else "", rep["chosen"], rep["graphs"], len(rep["keep"]), rep["recomputed_nodes"],
                    100 * float(rep["overhead"] or 0), predicted, peak, ratio, int(rep["activation_peak_bytes"]), act,
-                   "yes" if within else "NO", "bit-identical" if same else "DIFFERENT"))
+                   "yes" if within else "NO", "bit-identical" if same else "DIFFERENT",
+                   "; random ops: %s" % rep["random_ops"] if rep.get("random_ops") != "draws kept" or
+                   "draws replayed" in [c.get("graph") for c in rep["commands"]] else ""))
             sys.stdout.flush()
     return 1 if bad else 0
 
