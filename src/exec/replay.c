@@ -15,6 +15,16 @@
  * first backward step that writes it (the loss's seed by the first backward
  * step) and freed right after its producer's backward step; parameter and
  * input gradients live to the end.
+ *
+ * Gradient views (an op with grad_views, torch.cat's backward): the
+ * gradient such an op writes into an activation input that has none yet is a
+ * slice of its output's gradient, so it allocates nothing, and the output's
+ * gradient storage stays (GRAD_HELD) until the last of those slices is
+ * freed. Which input may get a slice is fixed per tensor (gview, from the
+ * backward order), so the state stays in the grad flags that the delta
+ * replay already copies. A later write into a slice is PyTorch's
+ * out-of-place accumulation: the gradient gets its own storage and lets go
+ * of the slice.
  */
 #include "remat/exec.h"
 #include "../util/util_internal.h"
@@ -172,6 +182,60 @@ static remat_category grad_category(const remat_tensor *t)
     return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
 }
 
+/* The states of R->grad[t]. */
+enum {
+    GRAD_NONE = 0, /* no gradient */
+    GRAD_OWN = 1,  /* its own storage (logical bytes) */
+    GRAD_VIEW = 2, /* a slice of gview[t]'s gradient storage: no bytes of its own */
+    GRAD_HELD = 3, /* read and done, but its storage is held by the slices of it still live */
+    GRAD_DYING = 4 /* within a BWD step only: freed right after the step's mark */
+};
+
+/* Whether the backward step of op k, writing the gradient of input t that
+ * has none yet, writes it as a slice of k's output gradient: k is t's
+ * designated slicer and that gradient is its own (seeded now, for a loss). */
+static int grad_slice_now(const struct remat_replay_cursor *R, uint32_t k, uint32_t t, int seed_now)
+{
+    uint32_t u = R->gview[t];
+    if (u == REMAT_NONE || R->g->tensors[u].producer != k)
+        return 0;
+    return R->grad[u] == GRAD_OWN || (seed_now && R->a->is_output[u]);
+}
+
+/* Whether a live slice of u's gradient holds its storage. */
+static int grad_storage_held(const replay *R, uint32_t u)
+{
+    const remat_graph *g = R->g;
+    uint32_t k = g->tensors[u].producer;
+    if (k == REMAT_NONE || !g->ops[k].grad_views)
+        return 0;
+    const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
+    for (uint32_t i = 0; i < g->ops[k].n_in; i++)
+        if (R->grad[inp[i]] == GRAD_VIEW && R->gview[inp[i]] == u)
+            return 1;
+    return 0;
+}
+
+/* Flags u's gradient GRAD_DYING when it is read and done (GRAD_HELD) and no
+ * slice holds it any more; returns the bytes that will then be freed. */
+static uint64_t grad_mark_dying(replay *R, uint32_t u)
+{
+    if (u == REMAT_NONE || R->grad[u] != GRAD_HELD || grad_storage_held(R, u))
+        return 0;
+    R->grad[u] = GRAD_DYING;
+    return R->g->tensors[u].logical_bytes;
+}
+
+static remat_status grad_free_dying(replay *R, uint32_t u)
+{
+    if (u == REMAT_NONE || R->grad[u] != GRAD_DYING)
+        return REMAT_OK;
+    uint64_t bytes = R->g->tensors[u].logical_bytes;
+    R->grad[u] = GRAD_NONE;
+    remat__replay_free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, bytes);
+    return remat__replay_notify_free(R, u, 1, REMAT_CAT_ACTIVATION_GRADS, bytes);
+}
+
 static remat_status do_forward(replay *R, remat_instr in, int recompute)
 {
     const remat_graph *g = R->g;
@@ -269,7 +333,7 @@ static remat_status do_free(replay *R, remat_instr in)
 static remat_status alloc_grad(replay *R, uint32_t t)
 {
     const remat_tensor *T = &R->g->tensors[t];
-    R->grad[t] = 1;
+    R->grad[t] = GRAD_OWN;
     if (remat__replay_alloc_bytes(R, grad_category(T), T->logical_bytes) != REMAT_OK)
         return R->err->code;
     return remat__replay_notify_alloc(R, t, 1, grad_category(T), T->logical_bytes);
@@ -328,7 +392,10 @@ static remat_status do_backward(replay *R, remat_instr in)
          * second allocation. */
         if (seed_now && a->is_output[t])
             continue;
-        if (!R->grad[t] && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
+        /* A slice costs nothing; a write into a slice makes the gradient
+         * its own storage. */
+        int fresh = R->grad[t] == GRAD_VIEW || (!R->grad[t] && !grad_slice_now(R, k, t, seed_now));
+        if (fresh && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
             return R->err->code;
     }
     if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, op->bwd_workspace) != REMAT_OK)
@@ -339,14 +406,24 @@ static remat_status do_backward(replay *R, remat_instr in)
             if (a->grad_flows[g->outputs[i]] && alloc_grad(R, g->outputs[i]) != REMAT_OK)
                 return R->err->code;
     }
-    /* Write or accumulate each input's gradient: one contributor fewer. */
+    /* Write or accumulate each input's gradient: one contributor fewer.
+     * An input whose slice gives way to its own storage keeps its stamp
+     * until the slice is let go, after the step's mark. */
     for (uint32_t i = 0; i < op->n_in; i++) {
         uint32_t t = inp[i];
         if (R->stamp[t] != mark)
             continue;
         R->stamp[t] = 0;
-        if (!R->grad[t] && alloc_grad(R, t) != REMAT_OK)
-            return R->err->code;
+        if (R->grad[t] == GRAD_VIEW) {
+            if (alloc_grad(R, t) != REMAT_OK)
+                return R->err->code;
+            R->stamp[t] = mark;
+        } else if (!R->grad[t]) {
+            if (grad_slice_now(R, k, t, 0))
+                R->grad[t] = GRAD_VIEW;
+            else if (alloc_grad(R, t) != REMAT_OK)
+                return R->err->code;
+        }
         R->pending[t]--;
     }
     if (!remat_u64_add(R->r->flops_backward, op->bwd_flops, &R->r->flops_backward))
@@ -355,23 +432,38 @@ static remat_status do_backward(replay *R, remat_instr in)
     /* The output gradients are released after on_step (numeric mode
      * counts them live at this step's mark), but they are not live after
      * the step: say so in live_after. */
-    uint64_t out_grads = 0;
-    for (uint32_t i = 0; i < op->n_out; i++)
-        if (R->grad[out[i]])
-            out_grads += g->tensors[out[i]].logical_bytes; /* each counted in R->total */
-    remat_status st = remat__replay_step_end(R, in, R->total - out_grads);
-    if (st != REMAT_OK)
-        return st;
-    /* The output gradients have been read: free those of activations. */
+    /* Decide what the step lets go of, flag it GRAD_DYING, free it after
+     * the mark: the output gradients (read now) unless slices of them are
+     * live, the slices among them, and the bases that a slice let go of
+     * (here or by an input's out-of-place write) was the last to hold. */
+    uint64_t dying = 0;
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (R->stamp[inp[i]] == mark)
+            dying += grad_mark_dying(R, R->gview[inp[i]]);
     for (uint32_t i = 0; i < op->n_out; i++) {
         uint32_t t = out[i];
-        if (!R->grad[t])
+        if (R->grad[t] == GRAD_VIEW) {
+            R->grad[t] = GRAD_NONE;
+            dying += grad_mark_dying(R, R->gview[t]);
+        } else if (R->grad[t] == GRAD_OWN) {
+            R->grad[t] = GRAD_HELD;
+            dying += grad_mark_dying(R, t);
+        }
+    }
+    remat_status st = remat__replay_step_end(R, in, R->total - dying); /* each counted in R->total */
+    if (st != REMAT_OK)
+        return st;
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = inp[i];
+        if (R->stamp[t] != mark)
             continue;
-        R->grad[t] = 0;
-        remat__replay_free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes);
-        if (remat__replay_notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
+        R->stamp[t] = 0;
+        if (grad_free_dying(R, R->gview[t]) != REMAT_OK)
             return R->err->code;
     }
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (grad_free_dying(R, out[i]) != REMAT_OK || grad_free_dying(R, R->gview[out[i]]) != REMAT_OK)
+            return R->err->code;
     return REMAT_OK;
 }
 
@@ -420,6 +512,33 @@ static remat_status do_opt(replay *R, remat_instr in, uint64_t workspace)
     return remat__replay_step_end(R, in, R->total);
 }
 
+/* gview: an activation's gradient is a slice of u's when the first
+ * backward step (in backward order) to write it is that of u's producer, an
+ * op with grad_views. Any other writer comes later, so PyTorch has already
+ * sliced it there; a schedule that runs another writer first gives the
+ * gradient its own storage instead (grad_slice_now). O(refs). */
+static void find_grad_slices(replay *R)
+{
+    const remat_graph *g = R->g;
+    const remat_analysis *a = R->a;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        R->gview[t] = REMAT_NONE;
+        if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION || !a->grad_flows[t] || a->is_output[t])
+            continue;
+        uint32_t first = REMAT_NONE;
+        for (uint32_t j = a->cons_off[t]; j < a->cons_off[t + 1]; j++) {
+            uint32_t c = a->cons[j];
+            if (a->bwd_step[c] != REMAT_NONE && (first == REMAT_NONE || a->bwd_step[c] < a->bwd_step[first]))
+                first = c;
+        }
+        if (first == REMAT_NONE || !g->ops[first].grad_views)
+            continue;
+        uint32_t u = remat_op_outputs(g, &g->ops[first])[0];
+        if (a->grad_flows[u])
+            R->gview[t] = u;
+    }
+}
+
 static remat_status setup(replay *R)
 {
     const remat_graph *g = R->g;
@@ -433,6 +552,7 @@ static remat_status setup(replay *R)
     R->cnt = remat__array(nt, sizeof *R->cnt);
     R->pending = remat__array(nt, sizeof *R->pending);
     R->stamp = remat__array(nt, sizeof *R->stamp);
+    R->gview = remat__array(nt, sizeof *R->gview);
     R->r->recompute_counts = remat__array(no, sizeof *R->r->recompute_counts);
     const remat_sharding *sh = R->extras.sharding;
     if (sh) {
@@ -442,8 +562,9 @@ static remat_status setup(replay *R)
             return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
     }
     if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
-        !R->stamp || !R->r->recompute_counts)
+        !R->stamp || !R->gview || !R->r->recompute_counts)
         return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
+    find_grad_slices(R);
     return REMAT_OK;
 }
 
@@ -458,6 +579,8 @@ static void teardown(replay *R)
     remat__free(R->cnt);
     remat__free(R->pending);
     remat__free(R->stamp);
+    remat__free(R->gview);
+    R->gview = NULL;
     remat__free(R->gathered);
     remat__free(R->reduced);
     R->gathered = R->reduced = NULL;
@@ -784,7 +907,8 @@ uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask
         c->stamp[t] = SIZE_MAX;
         if (seed_now && a->is_output[t])
             continue;
-        if (!c->grad[t] && (mask >> grad_category(&g->tensors[t]) & 1u))
+        int fresh = c->grad[t] == GRAD_VIEW || (!c->grad[t] && !grad_slice_now(c, in.arg, t, seed_now));
+        if (fresh && (mask >> grad_category(&g->tensors[t]) & 1u))
             add = sat_add(add, g->tensors[t].logical_bytes);
     }
     for (uint32_t i = 0; i < op->n_in; i++)

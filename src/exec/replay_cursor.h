@@ -28,7 +28,8 @@ struct remat_replay_cursor {
     remat_err local;
     uint8_t *res;       /* tensor resident */
     uint8_t *ever;      /* tensor was produced at least once */
-    uint8_t *grad;      /* gradient allocated */
+    uint8_t *grad;      /* gradient state: GRAD_NONE, GRAD_OWN, GRAD_VIEW, GRAD_HELD (replay.c) */
+    uint32_t *gview;    /* tensor -> the output whose gradient its own may be a view of, else REMAT_NONE */
     uint8_t *cat;       /* storage -> category of its live allocation */
     uint8_t *fwd_done, *bwd_done;
     uint32_t *cnt;      /* storage -> resident members */
