@@ -66,6 +66,10 @@ How it works (torch 1.13, CPU, training mode):
   dilated-convolution buffers) is measured, not guessed: each distinct
   convolution runs once more under torch.profiler (scripts/torch_workspace.py),
   at --threads threads, recorded in meta.
+* cat's backward (cat_tensors_backward in torch's FunctionsManual.cpp)
+  hands each input a narrow() view of the one output gradient, which so
+  lives until the last of them is freed: cat ops get `grad_views`
+  (graphs/README.md, "Gradient views").
 * Random ops (bernoulli_, native_dropout, rand*) are marked recomputable:
   torch.utils.checkpoint saves and restores the RNG state, so a replay
   recomputes the same mask (`--no-rng-replay` marks them not recomputable).
@@ -96,10 +100,7 @@ comparison, argmax) still gets a backward step in remat's model; the loss's
 input gradient is materialized in remat's model, where PyTorch's sum/mean
 backward returns an expanded (0-byte) view; the backward of
 torch.utils.checkpoint reruns its block, which a store-all graph does not
-hold (its saved bytes are exact, its backward peak is not); cat's backward
-gives its inputs views of one gradient buffer that lives until the last is
-read, where remat gives each its own (squeezenet's Fire modules: the
-profiler's peak is 1.2% higher); non-reentrant
+hold (its saved bytes are exact, its backward peak is not); non-reentrant
 checkpoint (use_reentrant=False) packs through its own hooks, which this
 recorder does not see.
 """
@@ -116,6 +117,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_setup import (FLOAT_DTYPES, cast_model, load_model, loss_of, make_inputs, make_target,  # noqa: F401
                          model_dtype, parse_kv, pick_output, rebuild)
 from torch_workspace import ConvWorkspace
+
+# Ops whose backward returns views of their output's gradient (torch 1.13,
+# tools/autograd/derivatives.yaml: cat -> cat_tensors_backward, narrow).
+GRAD_VIEW_OPS = {"cat"}
 
 from torch_recorder import (ABBR, DTYPE_NAMES, MATMUL, PARAM_VIEWS, RANDOM_OPS, SHAPE_ONLY,  # noqa: F401
                             VIEW_FREE, Op, Recorder, Tensor, flops_of, geometry, matmul_operands, numel,
@@ -387,6 +392,8 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
         d["saves"] = op.saves if op.node is not None else []
         if not op.recomputable:
             d["recomputable"] = False
+        if op.name in GRAD_VIEW_OPS and op.node is not None and len(outs) == 1 and not outs[0].alias_of:
+            d["grad_views"] = True
         if op.module:
             d["attrs"] = {"module": op.module}
         out_ops.append(d)
