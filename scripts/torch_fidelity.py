@@ -60,16 +60,27 @@ def all_classification():
     return out
 
 
+# Inputs some models need beyond --size: a minimum size, or windows that
+# must tile it (maxvit_t's 7x7 partitions at every stage: 224).
+MIN_SIZE = {"inception_v3": 96, "maxvit_t": 224}
+
+
 def export_cmd(model, batch, size):
     spec = model if ":" in model else "torchvision:" + model
-    cmd = [sys.executable, os.path.join(HERE, "export_torch.py"), spec, "--batch", str(batch)]
     name = model.split(":")[-1]
+    size = max(size, MIN_SIZE.get(name, 0))
+    cmd = [sys.executable, os.path.join(HERE, "export_torch.py"), spec, "--batch", str(batch)]
     if ":" not in model:
         cmd += ["--size", str(size)]
         if name.startswith("vit_"):
             cmd += ["--arg", "image_size=%d" % size]
     if name == "densenet121":
         cmd += ["--arg", "memory_efficient=true"]  # torch.utils.checkpoint inside each dense layer
+    if name in ("googlenet", "inception_v3"):
+        # Their auxiliary classifiers run in training mode but no loss reads
+        # them (the exporter's loss takes the main output): autograd's hooks
+        # would count what those dead branches save.
+        cmd += ["--arg", "aux_logits=false"]
     return cmd, name
 
 
