@@ -93,16 +93,18 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
     expect torch_squeezenet_without_cat_views 1 "MISMATCH sq_plain.json" -- \
         $PYT tests/torch/step_peak.py "$REMAT" --tolerance 0.001 "$T/sq_plain.json"
     # remat's plan run in PyTorch (scripts/remat_torch.py) on the small
-    # chain (a keep set through functorch's split) and on the GPT at half
-    # its activation peak (DTR's schedule, values recomputed several times,
+    # chain (at 0.9 a keep set through functorch's split; at 0.5 DTR's
+    # schedule, which once freed and rebuilt the loss that the caller holds,
+    # and measured 1.14x its prediction) and on the GPT at half its
+    # activation peak (DTR's schedule, values recomputed several times,
     # through scripts/torch_schedule.py): gradients bit-identical to eager,
     # the measured activation peak within the budget, the measured step peak
-    # within 10% (chain) and 5% (GPT) of remat's prediction. README has the
-    # whole table (resnet18, GPT, U-Net at 0.5, 0.7 and 0.9).
+    # within 5% of remat's prediction. README has the whole table (resnet18,
+    # GPT, U-Net at 0.5, 0.7 and 0.9).
     expect torch_schedule_instances 0 "ok b read at 10 (none later: the last one): 8" -- \
         $PYT tests/torch/schedule_instances.py
-    expect torch_remat_torch_chain 0 "ok f=0.9" -- \
-        $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.9 --no-auto --tolerance 0.10
+    expect torch_remat_torch_chain 0 "ok f=0.5 activation-budget 720896 B: dtr" -- \
+        $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.5,0.9 --no-auto
     expect torch_remat_torch_gpt_schedule 0 "ok f=0.5 activation-budget 8865794 B: dtr (schedule graphs)" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models gpt --fractions 0.5 --no-auto
     expect torch_sqrtn_checkpoint 0 "measured reduction" -- "$PY" tests/torch/checkpoint_sqrtn.py "$REMAT"
