@@ -94,6 +94,21 @@ remat_status remat__replay_collective(remat_replay_cursor *R, remat_instr in);
 remat_status remat__replay_sharded(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                    remat_replay_result *r, remat_err *err);
 
+/* replay_grad.c: gradient views (an op with grad_views). R->grad[t] is one
+ * of these; R->gview[t] the output whose gradient t's may be a slice of. */
+enum {
+    REMAT__GRAD_NONE = 0, /* no gradient */
+    REMAT__GRAD_OWN = 1,  /* its own storage (logical bytes) */
+    REMAT__GRAD_VIEW = 2, /* a slice of gview[t]'s gradient storage: no bytes of its own */
+    REMAT__GRAD_HELD = 3, /* read and done, but its storage is held by the slices of it still live */
+    REMAT__GRAD_DYING = 4 /* within a BWD step only: freed right after the step's mark */
+};
+remat_category remat__grad_category(const remat_tensor *t); /* replay.c */
+void remat__grad_find_slices(remat_replay_cursor *R);
+int remat__grad_slice_now(const remat_replay_cursor *R, uint32_t k, uint32_t t, int seed_now);
+uint64_t remat__grad_mark_dying(remat_replay_cursor *R, uint32_t u);
+remat_status remat__grad_free_dying(remat_replay_cursor *R, uint32_t u);
+
 /* ---- Delta replay (replay_delta.c) -------------------------------------
  *
  * Replays candidate schedules that differ from one base schedule in a
