@@ -154,15 +154,17 @@ static void delta_judged(const remat_planner *Q, const remat__delta_figures *f, 
  * replay D from the current plan's schedule, which replays only the window
  * the flip changed. *work: what it cost, in replayed instructions (building
  * the schedule counts a third of its length, as before). */
-static remat_status flip_eval(remat_planner *Q, remat__delta *D, const uint8_t *keep, const remat_eval *cur,
-                              remat_eval *e, int *worse, uint64_t *work)
+static remat_status flip_eval(remat_planner *Q, remat__policy *pol, remat__delta *D, const uint8_t *keep,
+                              const remat_eval *cur, remat_eval *e, int *worse, uint64_t *work)
 {
     remat_err local;
     remat_err_init(&local);
     memset(e, 0, sizeof *e);
     *worse = 0;
-    remat_schedule_clear(&Q->scratch);
-    remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
+    /* The incremental build gives the whole build's schedule; its work
+     * still counts as the whole build's, so the search stops where it
+     * always did and the plan does not depend on how it was built. */
+    remat_status st = remat__policy_build(pol, keep, &Q->scratch, &local);
     *work = Q->scratch.n / 3;
     if (st == REMAT_EINFEASIBLE) {
         *worse = 1;
@@ -251,15 +253,18 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
     /* Flips are judged by the delta replay from the current plan's
      * schedule (logical mode; arena mode replays whole, see delta_judged). */
     remat__delta *D = NULL;
+    remat__policy *pol = NULL;
     remat__delta_figures df;
     remat_err local;
     remat_err_init(&local);
     if (Q->o->budget_mode != REMAT_BUDGET_MODE_ARENA &&
         (st = remat__delta_create(Q->a, &Q->o->extras, &D, &local)) != REMAT_OK)
         st = remat_err_set(Q->err, st, "auto: %s", local.msg);
-    /* The current plan's recomputed ops and forward profile. */
-    remat_schedule_clear(&Q->scratch);
-    if (st == REMAT_OK && remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
+    if (st == REMAT_OK && (st = remat__policy_create(Q->a, &pol, &local)) != REMAT_OK)
+        st = remat_err_set(Q->err, st, "auto: %s", local.msg);
+    /* The current plan's recomputed ops and forward profile; its schedule
+     * is the incremental builds' base. */
+    if (st == REMAT_OK && remat__policy_base(pol, keep, &Q->scratch, &local) == REMAT_OK) {
         mark_recomputed(g, &Q->scratch, rec);
         if (D && (st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
             st = remat_err_set(Q->err, st, "auto: %s", local.msg);
@@ -293,7 +298,7 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
             remat_eval e;
             int worse = 0;
             uint64_t w = 0;
-            st = flip_eval(Q, D, keep, cur, &e, &worse, &w);
+            st = flip_eval(Q, pol, D, keep, cur, &e, &worse, &w);
             S->work += w;
             S->evals++;
             S->replays += !worse;
@@ -301,10 +306,13 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
                 *cur = e;
                 improved = 1;
                 (*flips)++;
+                /* The flip's schedule (in Q->scratch) becomes the base. */
+                if ((st = remat__policy_adopt(pol, &Q->scratch, &local)) != REMAT_OK)
+                    st = remat_err_set(Q->err, st, "auto: %s", local.msg);
                 mark_recomputed(g, &Q->scratch, rec);
                 /* The new base's replay is the one forward_tail made
                  * before (uncounted then); its snapshots are new work. */
-                if (D) {
+                if (D && st == REMAT_OK) {
                     if ((st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
                         st = remat_err_set(Q->err, st, "auto: %s", local.msg);
                     S->work += (df.work - Q->scratch.n) * 2 / 3;
@@ -318,6 +326,7 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
     }
 out:
     remat__delta_destroy(D);
+    remat__policy_destroy(pol);
     remat__free(rec);
     remat__free(tail);
     remat__free(order);
