@@ -208,6 +208,8 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
         if (oracle_rnd(seed, 4) == 0) { /* accepted: the new base */
             snprintf(label, sizeof label, "%s, step %d as the base", what, k);
             compare(d, a, x, &s, 1, label, tl);
+            if (oracle_rnd(seed, 2) == 0) /* the same base again, as the next search's start */
+                compare(d, a, x, &s, 1, label, tl);
             compare_marks(d, a, x, &s, label);
             /* The policy's base too: the flip just built, adopted (its
              * next builds are checked), or now and then built whole. */

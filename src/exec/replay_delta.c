@@ -79,6 +79,7 @@ struct remat__delta {
     remat_schedule base;
     int base_ok;             /* the base is valid and ends with OPT: its snapshots are usable */
     uint64_t base_flops;
+    remat__delta_figures base_fig; /* what remat__delta_base gave for it */
     snap s[SNAP_MAX];
     size_t n_snap, every;
     uint64_t *hw_total, *hw_act;
@@ -396,6 +397,11 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
     while (cap > 0 && !d->s[cap - 1].flags)
         cap--;
     const size_t keep_snaps = d->whole || !ends_with_opt(s) ? 0 : reusable_snapshots(d, s, cap);
+    if (keep_snaps > 0 && keep_snaps == d->n_snap && s->n == d->base.n &&
+        memcmp(s->ins, d->base.ins, s->n * sizeof *s->ins) == 0) {
+        *f = d->base_fig; /* the same base again (a search that starts where the last one ended) */
+        return REMAT_OK;
+    }
     d->base_ok = 0;
     d->n_snap = 0;
     remat_schedule_clear(&d->base);
@@ -502,6 +508,7 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
     if (st != REMAT_OK)
         return st;
     d->base_flops = f->flops_recompute;
+    d->base_fig = *f;
     d->base_ok = 1;
     return REMAT_OK;
 }
