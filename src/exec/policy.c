@@ -65,6 +65,7 @@ struct remat__policy {
     uint32_t last_lo, last_join;
     size_t cand_at, base_at;
     size_t *cpos_start, *cpos_main;
+    uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
 };
 
 static void compute_need_end(const remat_analysis *a, const uint8_t *ekeep, uint32_t *need_end)
@@ -192,6 +193,7 @@ static void free_arrays(remat__policy *P)
     remat__free(P->shadow);
     remat__free(P->cpos_start);
     remat__free(P->cpos_main);
+    remat__free(P->dmark);
 }
 
 remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)
@@ -277,7 +279,9 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->pos_main = remat__array(ns, sizeof *P->pos_main);
         P->cpos_start = remat__array(ns, sizeof *P->cpos_start);
         P->cpos_main = remat__array(ns, sizeof *P->cpos_main);
-        if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main)
+        P->dmark = remat__calloc(nt, sizeof *P->dmark);
+        if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
+            !P->dmark)
             return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
     }
     prepare(P, keep);
@@ -316,6 +320,93 @@ static void shadow_apply(remat__policy *P, remat_instr in)
 }
 
 
+/* The tensors base instruction in reads or changes the residency of (its
+ * inputs and outputs, its saves, or its tensor), into l1/l2. */
+static void instr_tensors(const remat_graph *g, const remat_instr *in, const uint32_t **l1, uint32_t *n1,
+                          const uint32_t **l2, uint32_t *n2)
+{
+    *n1 = *n2 = 0;
+    if (in->kind == REMAT_I_FWD || in->kind == REMAT_I_RECOMPUTE) {
+        *l1 = remat_op_inputs(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_in;
+        *l2 = remat_op_outputs(g, &g->ops[in->arg]);
+        *n2 = g->ops[in->arg].n_out;
+    } else if (in->kind == REMAT_I_BWD) {
+        *l1 = remat_op_saves(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_save;
+    } else if (in->kind == REMAT_I_FREE) {
+        *l1 = &in->arg;
+        *n1 = 1;
+    }
+}
+
+/* Whether step s (the shadow at its start) would make the base's
+ * instructions: the builder's step reads the residency of the tensors its
+ * own instructions name (a rebuild walks from the saves through the inputs
+ * of the ops it recomputes; frees test what they free) and of its bucket,
+ * and the pins of some of them; when none of these differs from the base
+ * (residency against the shadow, free step and pin against the base's), it
+ * decides as the base did. */
+static int step_clean(const remat__policy *P, uint32_t s)
+{
+    const remat_graph *g = P->a->g;
+    const remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    for (size_t i = P->pos_start[s]; i < P->pos_start[s + 1]; i++) {
+        const uint32_t *l1 = NULL, *l2 = NULL;
+        uint32_t n1, n2;
+        instr_tensors(g, &ins[i], &l1, &n1, &l2, &n2);
+        for (uint32_t k = 0; k < n1 + n2; k++) {
+            uint32_t x = k < n1 ? l1[k] : l2[k - n1];
+            if (B->res[x] != P->shadow[x] || P->dmark[x] == P->depoch)
+                return 0;
+        }
+    }
+    for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++) {
+        uint32_t x = P->list[i];
+        if (B->res[x] != P->shadow[x] || P->dmark[x] == P->depoch)
+            return 0;
+    }
+    return 1;
+}
+
+/* Step s as the base made it (step_clean said so): its instructions
+ * copied, their effects applied to the builder and the shadow alike. */
+static remat_status step_copy(remat__policy *P, uint32_t s, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = P->a->g;
+    remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    const size_t from = P->pos_start[s], to = P->pos_start[s + 1];
+    P->cpos_start[s] = out->n;
+    P->cpos_main[s] = out->n + (P->pos_main[s] - from);
+    remat_status st = append(out, ins + from, to - from, err);
+    if (st != REMAT_OK)
+        return st;
+    for (size_t i = from; i < to; i++) {
+        remat_instr in = ins[i];
+        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *o = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                remat__builder_set_res(B, o[j], 1);
+            B->fwd_done[in.arg] = 1;
+        } else if (in.kind == REMAT_I_FREE) {
+            remat__builder_set_res(B, in.arg, 0);
+        } else if (in.kind == REMAT_I_BWD) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *sv = remat_op_saves(g, op);
+            for (uint32_t j = 0; j < op->n_save; j++)
+                B->rem[sv[j]]--;
+        }
+        shadow_apply(P, in);
+    }
+    if (s >= g->n_ops)
+        for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++)
+            B->pin[P->list[i]] = 0;
+    return REMAT_OK;
+}
+
 remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
 {
     if (!P->have_base)
@@ -328,9 +419,14 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     /* The window: the free steps of the tensors whose (free step, pin)
      * differ from the base's. */
     uint32_t s_lo = UINT32_MAX, s_hi = 0;
+    if (++P->depoch == 0) {
+        memset(P->dmark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dmark);
+        P->depoch = 1;
+    }
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t])
             continue;
+        P->dmark[t] = P->depoch;
         uint32_t lo = P->fstep[t] < P->bstep[t] ? P->fstep[t] : P->bstep[t];
         uint32_t hi = P->fstep[t] > P->bstep[t] ? P->fstep[t] : P->bstep[t];
         s_lo = lo < s_lo ? lo : s_lo;
@@ -382,6 +478,14 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     P->last_lo = s_lo;
     for (uint32_t s = s_lo; s < n_op_steps; s++) {
         if (s > s_lo) {
+            for (; bi < P->pos_start[s]; bi++)
+                shadow_apply(P, b->ins[bi]);
+            if (step_clean(P, s)) {
+                if ((st = step_copy(P, s, out, err)) != REMAT_OK)
+                    break;
+                bi = P->pos_start[s + 1];
+                goto stepped;
+            }
             P->cpos_start[s] = out->n;
             if ((st = step_op(P, s)) != REMAT_OK)
                 break;
@@ -389,6 +493,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
         }
         if ((st = step_frees(P, s)) != REMAT_OK)
             break;
+    stepped:
         if (s < s_hi || s + 1 >= n_op_steps)
             continue;
         /* Past the window: the join, where the residency is the base's. */
