@@ -61,6 +61,8 @@ static const remat_command commands[] = {
      "run real training steps under a plan: losses, measured vs accounted peak, time with and without recompute"},
     {"import", cmd_import, "checkmate|dtr FILE [--name NAME] [-o GRAPH]",
      "convert a Checkmate/Moccasin training graph or a DTR operator log into a remat graph"},
+    {"tp-split", cmd_tp_split, "GRAPH --tp T --partition FILE [-o GRAPH]",
+     "write one rank's graph of T-way Megatron tensor parallelism, the linears split as FILE names them"},
     {"alloc", cmd_alloc,
      "GRAPH [PLAN] [--policy best-fit|first-fit|caching|all] [--static greedy-size|greedy-lifetime|alloc-order|best|none] "
      "[--activation-only] [--svg FILE [--svg-layout static|POLICY]] [--work N] [--json] [-o FILE]",
