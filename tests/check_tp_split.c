@@ -309,6 +309,84 @@ START_TEST(tp_split_should_refuse_partitions_that_do_not_make_a_rank)
 }
 END_TEST
 
+/* A two-linear MLP worked by hand: fc1 (column) reads the data x, so f is a
+ * view of an input; h and a are split (128 -> 64 B at t = 2), y is the
+ * all-reduced partial sum (whole, 64 B); fc1's weight and bias and fc2's
+ * weight halve, fc2's bias stays 16 B; fc1, gelu and fc2 do half their
+ * FLOPs, the loss all of its. */
+static const char mlp[] =
+    "{\"format\": \"remat-graph\", \"version\": 1, \"name\": \"mlp\",\n"
+    " \"inputs\": [{\"id\": \"x\", \"bytes\": 64}],\n"
+    " \"params\": [{\"id\": \"fc1.weight\", \"bytes\": 256}, {\"id\": \"fc1.bias\", \"bytes\": 32},\n"
+    "            {\"id\": \"fc2.weight\", \"bytes\": 256}, {\"id\": \"fc2.bias\", \"bytes\": 16}],\n"
+    " \"ops\": [\n"
+    "  {\"id\": \"h\", \"op\": \"addmm\", \"inputs\": [\"fc1.bias\", \"x\", \"fc1.weight\"], \"bytes\": 128, "
+    "\"flops\": 1000, \"saves\": [\"x\", \"fc1.weight\"], \"attrs\": {\"module\": \"fc1\"}},\n"
+    "  {\"id\": \"a\", \"op\": \"gelu\", \"inputs\": [\"h\"], \"bytes\": 128, \"flops\": 64, \"saves\": [\"h\"], "
+    "\"attrs\": {\"module\": \"act\"}},\n"
+    "  {\"id\": \"y\", \"op\": \"addmm\", \"inputs\": [\"fc2.bias\", \"a\", \"fc2.weight\"], \"bytes\": 64, "
+    "\"flops\": 1000, \"saves\": [\"a\", \"fc2.weight\"], \"attrs\": {\"module\": \"fc2\"}},\n"
+    "  {\"id\": \"loss\", \"op\": \"sum\", \"inputs\": [\"y\"], \"bytes\": 4, \"flops\": 16, \"saves\": []}],\n"
+    " \"outputs\": [\"loss\"]}\n";
+static const char mlp_part[] = P("[\"fc1\"]", "[\"fc2\"]");
+
+START_TEST(tp_split_should_split_a_hand_worked_mlp)
+{
+    remat_err err;
+    remat_err_init(&err);
+    char *json = NULL;
+    size_t len = 0;
+    remat_import_tp_summary sum;
+    ck_assert_int_eq(remat_import_tp_split(mlp, strlen(mlp), "mlp.json", mlp_part, strlen(mlp_part), "p.json", 2,
+                                           &json, &len, &sum, &err),
+                     REMAT_OK);
+    remat_graph *g = t_load(json);
+    remat_free(json);
+    static const struct { const char *id; uint64_t bytes; } want[] = {
+        {"x", 64}, {"fc1.weight", 128}, {"fc1.bias", 16}, {"fc2.weight", 128}, {"fc2.bias", 16},
+        {"h", 64}, {"a", 64}, {"y", 64}, {"loss", 4}, {"x_tp", 0}, {"y_ar", 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(g->tensors[t_tensor(g, want[i].id)].bytes == want[i].bytes, "%s: %llu B", want[i].id,
+                      (unsigned long long)g->tensors[t_tensor(g, want[i].id)].bytes);
+    ck_assert_uint_eq(g->ops[t_op(g, "h")].flops, 500);
+    ck_assert_uint_eq(g->ops[t_op(g, "a")].flops, 32);
+    ck_assert_uint_eq(g->ops[t_op(g, "y")].flops, 500);
+    ck_assert_uint_eq(g->ops[t_op(g, "loss")].flops, 16);
+    /* fc1 reads x through f, the loss reads y through g. */
+    ck_assert_str_eq(g->tensors[remat_op_inputs(g, &g->ops[t_op(g, "h")])[1]].id, "x_tp");
+    ck_assert_str_eq(g->tensors[remat_op_inputs(g, &g->ops[t_op(g, "loss")])[0]].id, "y_ar");
+    ck_assert_uint_eq(sum.collectives, 2);
+    ck_assert_uint_eq(sum.split_params, 3);
+    ck_assert_uint_eq(sum.param_bytes_split, 256 + 32 + 256);
+    ck_assert_str_eq(g->name, "mlp-tp2");
+    remat_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(tp_split_should_fail_cleanly_out_of_memory)
+{
+    int succeeded = 0;
+    for (uint64_t n = 1; n < 20000 && !succeeded; n++) {
+        remat_err err;
+        remat_err_init(&err);
+        char *out = NULL;
+        remat__alloc_fail_at(n);
+        remat_status st = remat_import_tp_split(mlp, strlen(mlp), "mlp.json", mlp_part, strlen(mlp_part), "p.json", 2,
+                                                &out, NULL, NULL, &err);
+        remat__alloc_fail_at(0);
+        if (st == REMAT_OK) {
+            succeeded = 1;
+            remat_free(out);
+        } else {
+            ck_assert_msg(st == REMAT_ENOMEM, "allocation %llu: %s", (unsigned long long)n, err.msg);
+            ck_assert_ptr_null(out);
+        }
+    }
+    ck_assert(succeeded);
+}
+END_TEST
+
 Suite *tp_split_suite(void)
 {
     Suite *s = suite_create("tp_split");
@@ -319,6 +397,8 @@ Suite *tp_split_suite(void)
     tcase_add_test(tc, tp_split_should_divide_the_weights_the_partition_names);
     tcase_add_test(tc, tp_split_should_insert_f_and_g_per_region);
     tcase_add_test(tc, tp_split_should_refuse_partitions_that_do_not_make_a_rank);
+    tcase_add_test(tc, tp_split_should_split_a_hand_worked_mlp);
+    tcase_add_test(tc, tp_split_should_fail_cleanly_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

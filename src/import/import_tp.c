@@ -483,33 +483,26 @@ static int fresh_id(tx *c, const char *base, const char *suffix, char *out, size
 
 /* One collective op as gen transformer writes it: in place (a view of what
  * it reduces, adding no bytes), saving nothing, its attrs naming what it
- * moves in each direction. */
-static cJSON *collective(tx *c, const char *id, const char *type, const char *in, const char *fwd, const char *bwd,
-                         const char *dtype, const char *module)
+ * moves in each direction. NULL when out of memory. */
+static cJSON *collective(const tx *c, const char *id, const char *type, const char *in, const char *fwd,
+                         const char *bwd, const char *dtype, const char *module)
 {
-    cJSON *o = cJSON_CreateObject(), *attrs = cJSON_CreateObject(), *ins = cJSON_CreateArray();
-    if (!o || !attrs || !ins) {
-        cJSON_Delete(o);
-        cJSON_Delete(attrs);
-        cJSON_Delete(ins);
-        return NULL;
-    }
-    cJSON_AddStringToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "op", type);
-    cJSON_AddItemToArray(ins, cJSON_CreateString(in));
-    cJSON_AddItemToObject(o, "inputs", ins);
-    cJSON_AddStringToObject(o, "alias_of", in);
-    if (dtype)
-        cJSON_AddStringToObject(o, "dtype", dtype);
-    cJSON_AddItemToObject(o, "saves", cJSON_CreateArray());
-    cJSON_AddStringToObject(attrs, "collective_fwd", fwd);
-    cJSON_AddStringToObject(attrs, "collective_bwd", bwd);
-    cJSON_AddStringToObject(attrs, "group", "tensor");
-    cJSON_AddNumberToObject(attrs, "ranks", (double)c->t);
-    if (module)
-        cJSON_AddStringToObject(attrs, "module", module);
-    cJSON_AddItemToObject(o, "attrs", attrs);
-    return o;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
+    cJSON *attrs = cJSON_CreateObject();
+    int ok = o && ins && attrs && cJSON_AddStringToObject(o, "id", id) && cJSON_AddStringToObject(o, "op", type) &&
+             cJSON_AddItemToArray(ins, cJSON_CreateString(in)) && ins->child &&
+             cJSON_AddStringToObject(o, "alias_of", in) && (!dtype || cJSON_AddStringToObject(o, "dtype", dtype)) &&
+             cJSON_AddArrayToObject(o, "saves") && cJSON_AddStringToObject(attrs, "collective_fwd", fwd) &&
+             cJSON_AddStringToObject(attrs, "collective_bwd", bwd) &&
+             cJSON_AddStringToObject(attrs, "group", "tensor") &&
+             cJSON_AddNumberToObject(attrs, "ranks", (double)c->t) &&
+             (!module || cJSON_AddStringToObject(attrs, "module", module));
+    if (ok && cJSON_AddItemToObject(o, "attrs", attrs))
+        return o;
+    cJSON_Delete(attrs);
+    cJSON_Delete(o);
+    return NULL;
 }
 
 static const char *dtype_of(const cJSON *obj)
@@ -566,128 +559,160 @@ static int col_reads_f(const tx *c, const cJSON *op)
     return 0;
 }
 
-/* Applies the states: bytes, work, the split weights and the collectives,
- * and rebuilds the ops array with the collectives in place. */
+/* Links item into arr before `next` (NULL: at the end). cJSON's own
+ * cJSON_InsertItemInArray has changed its checks between releases; this
+ * keeps the one invariant every release relies on: the first item's prev
+ * is the last item. */
+static int link_before(cJSON *arr, cJSON *next, cJSON *item)
+{
+    if (!next)
+        return cJSON_AddItemToArray(arr, item) ? 1 : 0;
+    item->next = next;
+    item->prev = next->prev;
+    if (next == arr->child)
+        arr->child = item;
+    else
+        next->prev->next = item;
+    next->prev = item;
+    return 1;
+}
+
+/* Inserts a collective into the ops array before `next` (NULL: at the
+ * end), indexes its output and returns its id (owned by the tree), or NULL
+ * (out of memory, err set). The tree stays whole either way, so a failure
+ * frees it all with the root. */
+static const char *insert(tx *c, cJSON *arr, cJSON *next, cJSON *coll, int is_f)
+{
+    if (!coll || !link_before(arr, next, coll)) {
+        cJSON_Delete(coll);
+        return nomem(c), NULL;
+    }
+    const char *id = cJSON_GetObjectItemCaseSensitive(coll, "id")->valuestring;
+    uint32_t t = add_tensor(c, id, coll, NONE, 0, 0);
+    if (t == NONE)
+        return NULL;
+    c->ten[t].is_f = is_f;
+    c->sum.collectives++;
+    return id;
+}
+
+static int rename_in(cJSON *op, const char *from, const char *to)
+{
+    int fail = 0;
+    rename_refs(cJSON_GetObjectItemCaseSensitive(op, "inputs"), from, to, &fail);
+    rename_refs(cJSON_GetObjectItemCaseSensitive(op, "saves"), from, to, &fail);
+    return !fail;
+}
+
+/* f before column linear i: the identity whose backward all-reduces the
+ * input's gradient, once per input tensor (column linears reading the same
+ * tensor, as Q, K and V as three linears would, share it). */
+static int insert_f(tx *c, cJSON *arr, uint32_t i)
+{
+    top *x = &c->ops[i];
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(x->obj, "inputs");
+    const char *act = NULL;
+    for (const cJSON *in = ins->child; in && !act; in = in->next)
+        if (!c->ten[lookup(c, in->valuestring)].is_param)
+            act = in->valuestring;
+    char id[560];
+    if (!fresh_id(c, act, "_tp", id, sizeof id))
+        return 0;
+    /* act lives in an inputs array that the renaming below rewrites. */
+    const char *from = c->ten[lookup(c, act)].id;
+    const char *fid = insert(c, arr, x->obj, collective(c, id, "tp_copy", from, "none", "all_reduce",
+                                                         dtype_of(c->ten[lookup(c, from)].obj), x->module), 1);
+    if (!fid)
+        return 0;
+    for (uint32_t j = i; j < c->n_ops; j++)
+        if (c->ops[j].role == ROLE_COL && !rename_in(c->ops[j].obj, from, fid))
+            return nomem(c);
+    return 1;
+}
+
+/* g after row linear i: its partial sums all-reduced in place; every later
+ * reader (inputs, saves, views, the graph outputs) reads the reduced tensor. */
+static int insert_g(tx *c, cJSON *arr, uint32_t i)
+{
+    top *x = &c->ops[i];
+    const char *out = c->ten[x->out0].id;
+    char id[560];
+    if (!fresh_id(c, out, "_ar", id, sizeof id))
+        return 0;
+    const char *gid = insert(c, arr, x->obj->next, collective(c, id, "all_reduce", out, "all_reduce", "none",
+                                                         dtype_of(c->ten[x->out0].obj), x->module), 0);
+    if (!gid)
+        return 0;
+    int fail = 0;
+    for (uint32_t j = i + 1; j < c->n_ops; j++) {
+        fail |= !rename_in(c->ops[j].obj, out, gid);
+        cJSON *al = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "alias_of");
+        if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
+            fail = 1;
+        cJSON *mo = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "outputs");
+        for (cJSON *e = mo ? mo->child : NULL; e; e = e->next) {
+            al = cJSON_GetObjectItemCaseSensitive(e, "alias_of");
+            if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
+                fail = 1;
+        }
+    }
+    rename_refs(cJSON_GetObjectItemCaseSensitive(c->root, "outputs"), out, gid, &fail);
+    return fail ? nomem(c) : 1;
+}
+
+/* The op's own changes: work / t, its split outputs, its split weights. */
+static int split_op(tx *c, uint32_t i)
+{
+    top *x = &c->ops[i];
+    cJSON *o = x->obj;
+    if (x->sharded) {
+        static const char *const work[] = {"flops", "bwd_flops", "workspace", "bwd_workspace"};
+        for (int k = 0; k < 4; k++)
+            if (!divide(c, o, work[k], 0, "op", x->id))
+                return 0;
+        cJSON *attrs = cJSON_GetObjectItemCaseSensitive(o, "attrs");
+        if (cJSON_IsObject(attrs) &&
+            (!divide(c, attrs, "duration_ns", 0, "op", x->id) || !divide(c, attrs, "bwd_duration_ns", 0, "op", x->id)))
+            return 0;
+        if (!mark_attr(c, o, x->role == ROLE_COL ? "column" : x->role == ROLE_ROW ? "row" : "shard"))
+            return 0;
+        c->sum.split_ops++;
+    }
+    for (uint32_t k = 0; k < x->n_out; k++)
+        if (c->ten[x->out0 + k].state == SHARD && !split_tensor(c, x->out0 + k))
+            return 0;
+    if (x->role == ROLE_NONE)
+        return 1;
+    /* The weight splits by output (column) or input (row) features; a
+     * column linear's bias splits with it, a row linear's is added once
+     * after the reduction (Megatron's RowParallelLinear), so it stays whole. */
+    if (!split_param(c, x->weight))
+        return 0;
+    if (x->role == ROLE_ROW)
+        return 1;
+    char bid[512];
+    snprintf(bid, sizeof bid, "%s.bias", x->module);
+    uint32_t bt = lookup(c, bid);
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "inputs");
+    for (const cJSON *in = ins->child; in; in = in->next)
+        if (strcmp(in->valuestring, bid) == 0 && bt != NONE && c->ten[bt].is_param)
+            return split_param(c, bt);
+    return 1;
+}
+
+/* Applies the states: bytes, work, the split weights, and the collectives
+ * inserted into the ops array where they run. */
 static int apply(tx *c)
 {
     cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->root, "ops");
-    cJSON *outs = cJSON_GetObjectItemCaseSensitive(c->root, "outputs");
-    cJSON *fresh = cJSON_CreateArray();
-    if (!fresh)
-        return nomem(c);
-    int fail = 0;
-    /* Every op is detached and added back, so collectives go between. */
-    cJSON *o = arr->child;
-    arr->child = NULL;
     for (uint32_t i = 0; i < c->n_ops; i++) {
-        cJSON *next = o->next;
-        o->prev = o->next = NULL;
-        top *x = &c->ops[i];
-        if (x->role == ROLE_COL && !col_reads_f(c, o)) {
-            /* f: the identity whose backward all-reduces the input's
-             * gradient, once per input tensor (QKV read as three linears
-             * share it). */
-            const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "inputs");
-            const char *act = NULL;
-            for (const cJSON *in = ins->child; in && !act; in = in->next)
-                if (!c->ten[lookup(c, in->valuestring)].is_param)
-                    act = in->valuestring;
-            char id[560];
-            char *act_copy = remat__strdup(act);
-            if (!act_copy || !fresh_id(c, act, "_tp", id, sizeof id)) {
-                remat__free(act_copy);
-                cJSON_Delete(fresh);
-                return act_copy ? 0 : nomem(c);
-            }
-            cJSON *f = collective(c, id, "tp_copy", act, "none", "all_reduce", dtype_of(c->ten[lookup(c, act)].obj),
-                                  x->module);
-            if (!f || add_tensor(c, cJSON_GetObjectItemCaseSensitive(f, "id")->valuestring, f, NONE, 0, 0) == NONE) {
-                cJSON_Delete(f);
-                remat__free(act_copy);
-                cJSON_Delete(fresh);
-                return nomem(c);
-            }
-            c->ten[c->n_ten - 1].is_f = 1;
-            cJSON_AddItemToArray(fresh, f);
-            const char *fid = cJSON_GetObjectItemCaseSensitive(f, "id")->valuestring;
-            /* Later column linears reading the same tensor read f too. */
-            for (uint32_t j = i; j < c->n_ops; j++)
-                if (j == i || c->ops[j].role == ROLE_COL) {
-                    rename_refs(cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "inputs"), act_copy, fid, &fail);
-                    rename_refs(cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "saves"), act_copy, fid, &fail);
-                }
-            remat__free(act_copy);
-            c->sum.collectives++;
-        }
-        cJSON_AddItemToArray(fresh, o);
-        if (x->sharded) {
-            if (!divide(c, o, "flops", 0, "op", x->id) || !divide(c, o, "bwd_flops", 0, "op", x->id) ||
-                !divide(c, o, "workspace", 0, "op", x->id) || !divide(c, o, "bwd_workspace", 0, "op", x->id))
-                return cJSON_Delete(fresh), 0;
-            cJSON *attrs = cJSON_GetObjectItemCaseSensitive(o, "attrs");
-            if (cJSON_IsObject(attrs) && (!divide(c, attrs, "duration_ns", 0, "op", x->id) ||
-                                          !divide(c, attrs, "bwd_duration_ns", 0, "op", x->id)))
-                return cJSON_Delete(fresh), 0;
-            if (!mark_attr(c, o, x->role == ROLE_COL ? "column" : x->role == ROLE_ROW ? "row" : "shard"))
-                return cJSON_Delete(fresh), 0;
-            c->sum.split_ops++;
-        }
-        for (uint32_t k = 0; k < x->n_out; k++)
-            if (c->ten[x->out0 + k].state == SHARD && !split_tensor(c, x->out0 + k))
-                return cJSON_Delete(fresh), 0;
-        if (x->role != ROLE_NONE) {
-            /* The weight splits by output (column) or input (row) features;
-             * a column linear's bias splits with it, a row linear's is added
-             * once after the reduction (Megatron's RowParallelLinear), so it
-             * stays whole. */
-            if (!split_param(c, x->weight))
-                return cJSON_Delete(fresh), 0;
-            char bid[512];
-            snprintf(bid, sizeof bid, "%s.bias", x->module);
-            uint32_t bt = lookup(c, bid);
-            const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "inputs");
-            int reads_bias = 0;
-            for (const cJSON *in = ins->child; in; in = in->next)
-                reads_bias |= strcmp(in->valuestring, bid) == 0;
-            if (x->role == ROLE_COL && reads_bias && bt != NONE && c->ten[bt].is_param && !split_param(c, bt))
-                return cJSON_Delete(fresh), 0;
-        }
-        if (x->role == ROLE_ROW) {
-            /* g: the partial sums all-reduced in place; every later reader
-             * reads the reduced tensor. */
-            const char *out = c->ten[x->out0].id;
-            char id[560];
-            if (!fresh_id(c, out, "_ar", id, sizeof id))
-                return cJSON_Delete(fresh), 0;
-            cJSON *g = collective(c, id, "all_reduce", out, "all_reduce", "none", dtype_of(c->ten[x->out0].obj),
-                                  x->module);
-            if (!g || add_tensor(c, cJSON_GetObjectItemCaseSensitive(g, "id")->valuestring, g, NONE, 0, 0) == NONE) {
-                cJSON_Delete(g);
-                cJSON_Delete(fresh);
-                return nomem(c);
-            }
-            cJSON_AddItemToArray(fresh, g);
-            const char *gid = cJSON_GetObjectItemCaseSensitive(g, "id")->valuestring;
-            for (uint32_t j = i + 1; j < c->n_ops; j++) {
-                rename_refs(cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "inputs"), out, gid, &fail);
-                rename_refs(cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "saves"), out, gid, &fail);
-                cJSON *al = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "alias_of");
-                if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
-                    fail = 1;
-                cJSON *mo = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "outputs");
-                for (cJSON *e = mo ? mo->child : NULL; e; e = e->next) {
-                    al = cJSON_GetObjectItemCaseSensitive(e, "alias_of");
-                    if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
-                        fail = 1;
-                }
-            }
-            rename_refs(outs, out, gid, &fail);
-            c->sum.collectives++;
-        }
-        o = next;
+        const top *x = &c->ops[i];
+        if (x->role == ROLE_COL && !col_reads_f(c, x->obj) && !insert_f(c, arr, i))
+            return 0;
+        if (!split_op(c, i) || (x->role == ROLE_ROW && !insert_g(c, arr, i)))
+            return 0;
     }
-    cJSON_ReplaceItemInObjectCaseSensitive(c->root, "ops", fresh);
-    return fail ? nomem(c) : 1;
+    return 1;
 }
 
 static int check_outputs(tx *c)
