@@ -487,11 +487,10 @@ static int fresh_id(tx *c, const char *base, const char *suffix, char *out, size
 static cJSON *collective(const tx *c, const char *id, const char *type, const char *in, const char *fwd,
                          const char *bwd, const char *dtype, const char *module)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
-    cJSON *attrs = cJSON_CreateObject();
-    int ok = o && ins && attrs && cJSON_AddStringToObject(o, "id", id) && cJSON_AddStringToObject(o, "op", type) &&
-             cJSON_AddItemToArray(ins, cJSON_CreateString(in)) && ins->child &&
+    cJSON *o = cJSON_CreateObject(), *attrs = cJSON_CreateObject(), *ins = NULL;
+    int ok = o && attrs && cJSON_AddStringToObject(o, "id", id) && cJSON_AddStringToObject(o, "op", type) &&
+             (ins = cJSON_AddArrayToObject(o, "inputs")) && cJSON_AddItemToArray(ins, cJSON_CreateString(in)) &&
+             ins->child &&
              cJSON_AddStringToObject(o, "alias_of", in) && (!dtype || cJSON_AddStringToObject(o, "dtype", dtype)) &&
              cJSON_AddArrayToObject(o, "saves") && cJSON_AddStringToObject(attrs, "collective_fwd", fwd) &&
              cJSON_AddStringToObject(attrs, "collective_bwd", bwd) &&
