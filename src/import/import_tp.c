@@ -19,12 +19,12 @@
  * that every field the exporter wrote (dtype, attrs, meta, durations) goes
  * through unless the split changes it. The input is loaded by the one loader
  * first, so the edit can assume a valid graph and only the partition's own
- * mistakes are reported here.
+ * mistakes are reported here. This file decides the states; the edit that
+ * applies them and inserts the collectives is import_tp_edit.c.
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "import_internal.h"
-#include "../load/json_glue.h"
+#include "import_tp_internal.h"
 #include "remat/graph.h"
 
 #include <fnmatch.h>
@@ -34,64 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
-
-enum { REPL = 0, SHARD = 1 };
-enum { ROLE_NONE = 0, ROLE_COL = 1, ROLE_ROW = 2 };
-
-typedef struct {
-    const char *id;     /* borrowed from the tree */
-    cJSON *obj;         /* the object holding its bytes (an op, an outputs[] entry, a leaf) */
-    uint32_t op;        /* producing op, or NONE for params and inputs */
-    int is_param;
-    int is_leaf;        /* param or input */
-    int is_f;           /* a tp_copy inserted here */
-    int state;
-    int free_;          /* made from nothing: every input (if any) is such a tensor */
-    uint32_t first_use; /* a consumer list as a singly linked chain through uses[] */
-} tten;
-
-typedef struct {
-    uint32_t op;
-    uint32_t next;
-} tuse;
-
-typedef struct {
-    cJSON *obj;
-    const char *id;
-    const char *module;
-    int role;
-    int sharded;         /* does 1/t of its work */
-    int free_;
-    uint32_t weight;     /* column/row: the "<module>.weight" param */
-    uint32_t n_out;
-    uint32_t out0;       /* tensor index of its first output */
-} top;
-
-typedef struct {
-    const char *source, *psource;
-    remat_err *err;
-    uint64_t t;
-    cJSON *root, *part;
-    tten *ten;
-    uint32_t n_ten, cap_ten;
-    top *ops;
-    uint32_t n_ops;
-    tuse *uses;
-    uint32_t n_uses, cap_uses;
-    remat_strmap ids;
-    int ids_ok;
-    const cJSON *col, *row; /* the partition's pattern arrays */
-    remat_import_tp_summary sum;
-} tx;
-
-static int bad(tx *c, const char *file, const char *path, const char *id, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
-
-static int bad(tx *c, const char *file, const char *path, const char *id, const char *fmt, ...)
+int remat__tp_bad(tx *c, const char *file, const char *path, const char *id, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -102,7 +45,7 @@ static int bad(tx *c, const char *file, const char *path, const char *id, const 
     return 0;
 }
 
-static int nomem(tx *c)
+int remat__tp_nomem(tx *c)
 {
     remat_err_set(c->err, REMAT_ENOMEM, "%s: out of memory splitting the graph", c->source);
     return 0;
@@ -110,7 +53,7 @@ static int nomem(tx *c)
 
 /* Byte counts and FLOPs are JSON numbers, or decimal strings above 2^53
  * (the loader's rule); both are read and written back in their own form. */
-static int get_count(const cJSON *v, uint64_t *out)
+int remat__tp_count(const cJSON *v, uint64_t *out)
 {
     if (cJSON_IsNumber(v)) {
         *out = (uint64_t)v->valuedouble;
@@ -123,7 +66,7 @@ static int get_count(const cJSON *v, uint64_t *out)
     return 0;
 }
 
-static int set_count(tx *c, cJSON *v, uint64_t x)
+int remat__tp_set_count(tx *c, cJSON *v, uint64_t x)
 {
     if (cJSON_IsNumber(v)) {
         cJSON_SetNumberValue(v, (double)x);
@@ -131,31 +74,31 @@ static int set_count(tx *c, cJSON *v, uint64_t x)
     }
     char s[24];
     snprintf(s, sizeof s, "%" PRIu64, x);
-    return cJSON_SetValuestring(v, s) ? 1 : nomem(c);
+    return cJSON_SetValuestring(v, s) ? 1 : remat__tp_nomem(c);
 }
 
 /* Divides obj[key] by t: exactly when `exact` (a tensor's bytes, a weight),
  * rounded up otherwise (work and workspace, where a remainder is a rounding
  * of the model, not an inconsistency). */
-static int divide(tx *c, cJSON *obj, const char *key, int exact, const char *what, const char *id)
+int remat__tp_divide(tx *c, cJSON *obj, const char *key, int exact, const char *what, const char *id)
 {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     uint64_t x;
-    if (!v || !get_count(v, &x))
+    if (!v || !remat__tp_count(v, &x))
         return 1;
     if (exact && x % c->t != 0)
-        return bad(c, c->source, NULL, id, "%s '%s' has %" PRIu64 " %s, which --tp %" PRIu64 " does not divide", what,
+        return remat__tp_bad(c, c->source, NULL, id, "%s '%s' has %" PRIu64 " %s, which --tp %" PRIu64 " does not divide", what,
                    id, x, key, c->t);
-    return set_count(c, v, x / c->t + (!exact && x % c->t ? 1 : 0));
+    return remat__tp_set_count(c, v, x / c->t + (!exact && x % c->t ? 1 : 0));
 }
 
-static uint32_t add_tensor(tx *c, const char *id, cJSON *obj, uint32_t op, int is_param, int is_leaf)
+uint32_t remat__tp_add_tensor(tx *c, const char *id, cJSON *obj, uint32_t op, int is_param, int is_leaf)
 {
     if (c->n_ten == c->cap_ten) {
         uint32_t cap = c->cap_ten ? 2 * c->cap_ten : 256;
         tten *p = remat__realloc(c->ten, cap * sizeof *p);
         if (!p)
-            return nomem(c), NONE;
+            return remat__tp_nomem(c), NONE;
         c->ten = p;
         c->cap_ten = cap;
     }
@@ -163,7 +106,7 @@ static uint32_t add_tensor(tx *c, const char *id, cJSON *obj, uint32_t op, int i
     c->ten[i] = (tten){id, obj, op, is_param, is_leaf, 0, REPL, 0, NONE};
     /* The loader has checked that ids are unique. */
     if (remat_strmap_put(&c->ids, id, i, NULL) != REMAT_OK)
-        return nomem(c), NONE;
+        return remat__tp_nomem(c), NONE;
     return i;
 }
 
@@ -173,7 +116,7 @@ static int add_use(tx *c, uint32_t tensor, uint32_t op)
         uint32_t cap = c->cap_uses ? 2 * c->cap_uses : 512;
         tuse *p = remat__realloc(c->uses, cap * sizeof *p);
         if (!p)
-            return nomem(c);
+            return remat__tp_nomem(c);
         c->uses = p;
         c->cap_uses = cap;
     }
@@ -182,16 +125,16 @@ static int add_use(tx *c, uint32_t tensor, uint32_t op)
     return 1;
 }
 
-static uint32_t lookup(const tx *c, const char *id)
+uint32_t remat__tp_lookup(const tx *c, const char *id)
 {
     uint32_t i;
     return remat_strmap_get(&c->ids, id, &i) ? i : NONE;
 }
 
-static uint64_t tensor_bytes(const tx *c, uint32_t t)
+uint64_t remat__tp_bytes(const tx *c, uint32_t t)
 {
     uint64_t b = 0;
-    get_count(cJSON_GetObjectItemCaseSensitive(c->ten[t].obj, "bytes"), &b);
+    remat__tp_count(cJSON_GetObjectItemCaseSensitive(c->ten[t].obj, "bytes"), &b);
     return b;
 }
 
@@ -202,13 +145,13 @@ static int read_patterns(tx *c, const cJSON *arr, const char *key)
     if (!arr)
         return 1;
     if (!cJSON_IsArray(arr))
-        return bad(c, c->psource, key, NULL, "must be an array of module-name patterns");
+        return remat__tp_bad(c, c->psource, key, NULL, "must be an array of module-name patterns");
     int k = 0;
     for (const cJSON *v = arr->child; v; v = v->next, k++) {
         if (!cJSON_IsString(v) || !v->valuestring[0]) {
             char p[48];
             snprintf(p, sizeof p, "%s[%d]", key, k);
-            return bad(c, c->psource, p, NULL, "must be a non-empty string (a module name or a glob such as "
+            return remat__tp_bad(c, c->psource, p, NULL, "must be a non-empty string (a module name or a glob such as "
                                               "\"blocks.*.attn.qkv\")");
         }
     }
@@ -219,28 +162,28 @@ static int read_partition(tx *c)
 {
     const cJSON *p = c->part;
     if (!cJSON_IsObject(p))
-        return bad(c, c->psource, "", NULL, "a partition is an object {\"format\": \"remat-tp-partition\", ...}");
+        return remat__tp_bad(c, c->psource, "", NULL, "a partition is an object {\"format\": \"remat-tp-partition\", ...}");
     static const char *const keys[] = {"format", "version", "column", "row", "comment", NULL};
     for (const cJSON *v = p->child; v; v = v->next) {
         int known = 0;
         for (int k = 0; keys[k]; k++)
             known |= strcmp(v->string, keys[k]) == 0;
         if (!known)
-            return bad(c, c->psource, v->string, NULL,
+            return remat__tp_bad(c, c->psource, v->string, NULL,
                        "unknown key (known: format, version, column, row, comment)");
     }
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(p, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(p, "version");
     if (!cJSON_IsString(f) || strcmp(f->valuestring, "remat-tp-partition") != 0)
-        return bad(c, c->psource, "format", NULL, "must be \"remat-tp-partition\"");
+        return remat__tp_bad(c, c->psource, "format", NULL, "must be \"remat-tp-partition\"");
     if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
-        return bad(c, c->psource, "version", NULL, "must be 1");
+        return remat__tp_bad(c, c->psource, "version", NULL, "must be 1");
     c->col = cJSON_GetObjectItemCaseSensitive(p, "column");
     c->row = cJSON_GetObjectItemCaseSensitive(p, "row");
     if (!read_patterns(c, c->col, "column") || !read_patterns(c, c->row, "row"))
         return 0;
     if (cJSON_GetArraySize(c->col) == 0 || cJSON_GetArraySize(c->row) == 0)
-        return bad(c, c->psource, cJSON_GetArraySize(c->col) == 0 ? "column" : "row", NULL,
+        return remat__tp_bad(c, c->psource, cJSON_GetArraySize(c->col) == 0 ? "column" : "row", NULL,
                    "needs at least one pattern: every parallel region opens with a column-parallel linear and "
                    "closes with a row-parallel one");
     return 1;
@@ -263,7 +206,7 @@ static int index_leaves(tx *c, const char *key, int is_param)
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->root, key);
     for (cJSON *v = arr ? arr->child : NULL; v; v = v->next) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-        if (add_tensor(c, id->valuestring, v, NONE, is_param, 1) == NONE)
+        if (remat__tp_add_tensor(c, id->valuestring, v, NONE, is_param, 1) == NONE)
             return 0;
     }
     return 1;
@@ -275,7 +218,7 @@ static int index_ops(tx *c)
     c->n_ops = (uint32_t)cJSON_GetArraySize(arr);
     c->ops = remat__calloc(c->n_ops ? c->n_ops : 1, sizeof *c->ops);
     if (!c->ops)
-        return nomem(c);
+        return remat__tp_nomem(c);
     uint32_t i = 0;
     for (cJSON *o = arr->child; o; o = o->next, i++) {
         top *x = &c->ops[i];
@@ -289,11 +232,11 @@ static int index_ops(tx *c)
          * walks file order, so it refuses such a file, naming the op. */
         const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "inputs");
         for (const cJSON *in = ins ? ins->child : NULL; in; in = in->next) {
-            uint32_t t = lookup(c, in->valuestring);
+            uint32_t t = remat__tp_lookup(c, in->valuestring);
             if (t == NONE) {
                 char p[40];
                 snprintf(p, sizeof p, "ops[%" PRIu32 "].inputs", i);
-                return bad(c, c->source, p, x->id,
+                return remat__tp_bad(c, c->source, p, x->id,
                            "op '%s' reads '%s' before any op makes it: tp-split needs the ops in a "
                            "topological file order, as the exporter writes them",
                            x->id, in->valuestring);
@@ -305,10 +248,10 @@ static int index_ops(tx *c)
         x->out0 = c->n_ten;
         if (cJSON_IsArray(outs)) {
             for (cJSON *e = outs->child; e; e = e->next, x->n_out++)
-                if (add_tensor(c, cJSON_GetObjectItemCaseSensitive(e, "id")->valuestring, e, i, 0, 0) == NONE)
+                if (remat__tp_add_tensor(c, cJSON_GetObjectItemCaseSensitive(e, "id")->valuestring, e, i, 0, 0) == NONE)
                     return 0;
         } else {
-            if (add_tensor(c, x->id, o, i, 0, 0) == NONE)
+            if (remat__tp_add_tensor(c, x->id, o, i, 0, 0) == NONE)
                 return 0;
             x->n_out = 1;
         }
@@ -326,14 +269,14 @@ static int assign_role(tx *c, uint32_t i, int *col_hits, int *row_hits)
     if (kc < 0 && kr < 0)
         return 1;
     if (kc >= 0 && kr >= 0)
-        return bad(c, c->psource, NULL, x->id, "module '%s' matches column[%d] and row[%d]: a linear is split one way",
+        return remat__tp_bad(c, c->psource, NULL, x->id, "module '%s' matches column[%d] and row[%d]: a linear is split one way",
                    x->module, kc, kr);
     char wid[512];
     snprintf(wid, sizeof wid, "%s.weight", x->module);
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(x->obj, "inputs");
     for (const cJSON *in = ins->child; in; in = in->next)
         if (strcmp(in->valuestring, wid) == 0)
-            x->weight = lookup(c, wid);
+            x->weight = remat__tp_lookup(c, wid);
     if (x->weight == NONE || !c->ten[x->weight].is_param)
         return x->weight = NONE, 1; /* a view or reshape recorded in the linear's module */
     x->role = kc >= 0 ? ROLE_COL : ROLE_ROW;
@@ -352,18 +295,18 @@ static int assign_role(tx *c, uint32_t i, int *col_hits, int *row_hits)
  * broadcast mask, a dropout mask that settle_free splits later). */
 static int mixes_ok(tx *c, const top *x, const cJSON *ins)
 {
-    uint64_t out = tensor_bytes(c, x->out0);
+    uint64_t out = remat__tp_bytes(c, x->out0);
     for (const cJSON *in = ins ? ins->child : NULL; in; in = in->next) {
-        uint32_t t = lookup(c, in->valuestring);
+        uint32_t t = remat__tp_lookup(c, in->valuestring);
         const tten *w = &c->ten[t];
         if (w->is_leaf || w->free_ || w->state == SHARD || !out)
             continue;
         uint32_t base = t;
         for (const cJSON *al; (al = cJSON_GetObjectItemCaseSensitive(c->ten[base].obj, "alias_of")) &&
-                              cJSON_IsString(al) && lookup(c, al->valuestring) != NONE;)
-            base = lookup(c, al->valuestring);
-        if (tensor_bytes(c, t) == out || tensor_bytes(c, base) == out)
-            return bad(c, c->source, NULL, x->id,
+                              cJSON_IsString(al) && remat__tp_lookup(c, al->valuestring) != NONE;)
+            base = remat__tp_lookup(c, al->valuestring);
+        if (remat__tp_bytes(c, t) == out || remat__tp_bytes(c, base) == out)
+            return remat__tp_bad(c, c->source, NULL, x->id,
                        "op '%s' reads a split tensor and the whole tensor '%s' of its own size: the partition "
                        "leaves a parallel region open before it (is a row-parallel linear missing?)",
                        x->id, w->id);
@@ -380,7 +323,7 @@ static int propagate(tx *c)
         int any_shard = 0, all_free = 1;
         const char *act = NULL;
         for (const cJSON *in = ins ? ins->child : NULL; in; in = in->next) {
-            const tten *t = &c->ten[lookup(c, in->valuestring)];
+            const tten *t = &c->ten[remat__tp_lookup(c, in->valuestring)];
             if (t->is_leaf) {
                 all_free = 0;
                 if (!t->is_param && !act)
@@ -397,17 +340,17 @@ static int propagate(tx *c)
             return 0;
         if (x->role == ROLE_COL) {
             if (any_shard)
-                return bad(c, c->source, NULL, x->id,
+                return remat__tp_bad(c, c->source, NULL, x->id,
                            "column-parallel op '%s' (module '%s') reads a tensor that is already split: the "
                            "region opened before it is not closed by a row-parallel linear",
                            x->id, x->module);
             if (!act)
-                return bad(c, c->source, NULL, x->id, "column-parallel op '%s' (module '%s') reads no activation",
+                return remat__tp_bad(c, c->source, NULL, x->id, "column-parallel op '%s' (module '%s') reads no activation",
                            x->id, x->module);
             out = SHARD;
         } else if (x->role == ROLE_ROW) {
             if (!any_shard)
-                return bad(c, c->source, NULL, x->id,
+                return remat__tp_bad(c, c->source, NULL, x->id,
                            "row-parallel op '%s' (module '%s') reads no split tensor: no column-parallel linear "
                            "opens its region",
                            x->id, x->module);
@@ -436,7 +379,7 @@ static void settle_free(tx *c)
         int all = x->n_out > 0;
         for (uint32_t k = 0; k < x->n_out && all; k++) {
             uint32_t t = x->out0 + k;
-            uint64_t bytes = tensor_bytes(c, t);
+            uint64_t bytes = remat__tp_bytes(c, t);
             const char *base = NULL;
             const cJSON *al = cJSON_GetObjectItemCaseSensitive(c->ten[t].obj, "alias_of");
             if (cJSON_IsString(al))
@@ -447,7 +390,7 @@ static void settle_free(tx *c)
                 any = 1;
                 if (!y->sharded)
                     all = 0;
-                else if (!y->free_ && !base && tensor_bytes(c, y->out0) != bytes)
+                else if (!y->free_ && !base && remat__tp_bytes(c, y->out0) != bytes)
                     all = 0;
             }
             all &= any;
@@ -460,270 +403,16 @@ static void settle_free(tx *c)
     }
 }
 
-/* ------------------------------------------------------------- editing */
-
-static void rename_refs(cJSON *arr, const char *from, const char *to, int *fail)
-{
-    for (cJSON *v = arr ? arr->child : NULL; v; v = v->next)
-        if (cJSON_IsString(v) && strcmp(v->valuestring, from) == 0 && !cJSON_SetValuestring(v, to))
-            *fail = 1;
-}
-
-/* A fresh id "<base><suffix>", or with "_2", "_3"... when taken. */
-static int fresh_id(tx *c, const char *base, const char *suffix, char *out, size_t n)
-{
-    snprintf(out, n, "%s%s", base, suffix);
-    for (int k = 2; lookup(c, out) != NONE; k++) {
-        if (k > 1000)
-            return bad(c, c->source, NULL, base, "no free id for the collective after '%s'", base);
-        snprintf(out, n, "%s%s_%d", base, suffix, k);
-    }
-    return 1;
-}
-
-/* One collective op as gen transformer writes it: in place (a view of what
- * it reduces, adding no bytes), saving nothing, its attrs naming what it
- * moves in each direction. NULL when out of memory. */
-static cJSON *collective(const tx *c, const char *id, const char *type, const char *in, const char *fwd,
-                         const char *bwd, const char *dtype, const char *module)
-{
-    cJSON *o = cJSON_CreateObject(), *attrs = cJSON_CreateObject(), *ins = NULL;
-    int ok = o && attrs && cJSON_AddStringToObject(o, "id", id) && cJSON_AddStringToObject(o, "op", type) &&
-             (ins = cJSON_AddArrayToObject(o, "inputs")) && cJSON_AddItemToArray(ins, cJSON_CreateString(in)) &&
-             ins->child &&
-             cJSON_AddStringToObject(o, "alias_of", in) && (!dtype || cJSON_AddStringToObject(o, "dtype", dtype)) &&
-             cJSON_AddArrayToObject(o, "saves") && cJSON_AddStringToObject(attrs, "collective_fwd", fwd) &&
-             cJSON_AddStringToObject(attrs, "collective_bwd", bwd) &&
-             cJSON_AddStringToObject(attrs, "group", "tensor") &&
-             cJSON_AddNumberToObject(attrs, "ranks", (double)c->t) &&
-             (!module || cJSON_AddStringToObject(attrs, "module", module));
-    if (ok && cJSON_AddItemToObject(o, "attrs", attrs))
-        return o;
-    cJSON_Delete(attrs);
-    cJSON_Delete(o);
-    return NULL;
-}
-
-static const char *dtype_of(const cJSON *obj)
-{
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "dtype");
-    return cJSON_IsString(d) ? d->valuestring : NULL;
-}
-
-static int mark_attr(tx *c, cJSON *op, const char *how)
-{
-    cJSON *attrs = cJSON_GetObjectItemCaseSensitive(op, "attrs");
-    if (!attrs) {
-        attrs = cJSON_AddObjectToObject(op, "attrs");
-        if (!attrs)
-            return nomem(c);
-    }
-    return cJSON_AddStringToObject(attrs, "tp_split", how) ? 1 : nomem(c);
-}
-
-static int split_tensor(tx *c, uint32_t t)
-{
-    tten *x = &c->ten[t];
-    if (!divide(c, x->obj, "bytes", 1, "tensor", x->id))
-        return 0;
-    /* The split dimension is not tracked through views and transposes, so
-     * a shape would be a guess: it is dropped, the exact bytes stay. */
-    cJSON_DeleteItemFromObjectCaseSensitive(x->obj, "shape");
-    c->sum.sharded_tensors++;
-    return 1;
-}
-
-static int split_param(tx *c, uint32_t t)
-{
-    tten *x = &c->ten[t];
-    if (x->state == SHARD)
-        return 1; /* read by two linears: split once */
-    uint64_t before = tensor_bytes(c, t);
-    if (!divide(c, x->obj, "bytes", 1, "param", x->id))
-        return 0;
-    cJSON_DeleteItemFromObjectCaseSensitive(x->obj, "shape");
-    x->state = SHARD;
-    c->sum.split_params++;
-    c->sum.param_bytes_split += before;
-    return 1;
-}
-
-/* Whether a column linear already reads an f inserted for an earlier one. */
-static int col_reads_f(const tx *c, const cJSON *op)
-{
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(op, "inputs");
-    for (const cJSON *in = ins->child; in; in = in->next)
-        if (c->ten[lookup(c, in->valuestring)].is_f)
-            return 1;
-    return 0;
-}
-
-/* Links item into arr before `next` (NULL: at the end). cJSON's own
- * cJSON_InsertItemInArray has changed its checks between releases; this
- * keeps the one invariant every release relies on: the first item's prev
- * is the last item. */
-static int link_before(cJSON *arr, cJSON *next, cJSON *item)
-{
-    if (!next)
-        return cJSON_AddItemToArray(arr, item) ? 1 : 0;
-    item->next = next;
-    item->prev = next->prev;
-    if (next == arr->child)
-        arr->child = item;
-    else
-        next->prev->next = item;
-    next->prev = item;
-    return 1;
-}
-
-/* Inserts a collective into the ops array before `next` (NULL: at the
- * end), indexes its output and returns its id (owned by the tree), or NULL
- * (out of memory, err set). The tree stays whole either way, so a failure
- * frees it all with the root. */
-static const char *insert(tx *c, cJSON *arr, cJSON *next, cJSON *coll, int is_f)
-{
-    if (!coll || !link_before(arr, next, coll)) {
-        cJSON_Delete(coll);
-        return nomem(c), NULL;
-    }
-    const char *id = cJSON_GetObjectItemCaseSensitive(coll, "id")->valuestring;
-    uint32_t t = add_tensor(c, id, coll, NONE, 0, 0);
-    if (t == NONE)
-        return NULL;
-    c->ten[t].is_f = is_f;
-    c->sum.collectives++;
-    return id;
-}
-
-static int rename_in(cJSON *op, const char *from, const char *to)
-{
-    int fail = 0;
-    rename_refs(cJSON_GetObjectItemCaseSensitive(op, "inputs"), from, to, &fail);
-    rename_refs(cJSON_GetObjectItemCaseSensitive(op, "saves"), from, to, &fail);
-    return !fail;
-}
-
-/* f before column linear i: the identity whose backward all-reduces the
- * input's gradient, once per input tensor (column linears reading the same
- * tensor, as Q, K and V as three linears would, share it). */
-static int insert_f(tx *c, cJSON *arr, uint32_t i)
-{
-    top *x = &c->ops[i];
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(x->obj, "inputs");
-    const char *act = NULL;
-    for (const cJSON *in = ins->child; in && !act; in = in->next)
-        if (!c->ten[lookup(c, in->valuestring)].is_param)
-            act = in->valuestring;
-    char id[560];
-    if (!fresh_id(c, act, "_tp", id, sizeof id))
-        return 0;
-    /* act lives in an inputs array that the renaming below rewrites. */
-    const char *from = c->ten[lookup(c, act)].id;
-    const char *fid = insert(c, arr, x->obj, collective(c, id, "tp_copy", from, "none", "all_reduce",
-                                                         dtype_of(c->ten[lookup(c, from)].obj), x->module), 1);
-    if (!fid)
-        return 0;
-    for (uint32_t j = i; j < c->n_ops; j++)
-        if (c->ops[j].role == ROLE_COL && !rename_in(c->ops[j].obj, from, fid))
-            return nomem(c);
-    return 1;
-}
-
-/* g after row linear i: its partial sums all-reduced in place; every later
- * reader (inputs, saves, views, the graph outputs) reads the reduced tensor. */
-static int insert_g(tx *c, cJSON *arr, uint32_t i)
-{
-    top *x = &c->ops[i];
-    const char *out = c->ten[x->out0].id;
-    char id[560];
-    if (!fresh_id(c, out, "_ar", id, sizeof id))
-        return 0;
-    const char *gid = insert(c, arr, x->obj->next, collective(c, id, "all_reduce", out, "all_reduce", "none",
-                                                         dtype_of(c->ten[x->out0].obj), x->module), 0);
-    if (!gid)
-        return 0;
-    int fail = 0;
-    for (uint32_t j = i + 1; j < c->n_ops; j++) {
-        fail |= !rename_in(c->ops[j].obj, out, gid);
-        cJSON *al = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "alias_of");
-        if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
-            fail = 1;
-        cJSON *mo = cJSON_GetObjectItemCaseSensitive(c->ops[j].obj, "outputs");
-        for (cJSON *e = mo ? mo->child : NULL; e; e = e->next) {
-            al = cJSON_GetObjectItemCaseSensitive(e, "alias_of");
-            if (cJSON_IsString(al) && strcmp(al->valuestring, out) == 0 && !cJSON_SetValuestring(al, gid))
-                fail = 1;
-        }
-    }
-    rename_refs(cJSON_GetObjectItemCaseSensitive(c->root, "outputs"), out, gid, &fail);
-    return fail ? nomem(c) : 1;
-}
-
-/* The op's own changes: work / t, its split outputs, its split weights. */
-static int split_op(tx *c, uint32_t i)
-{
-    top *x = &c->ops[i];
-    cJSON *o = x->obj;
-    if (x->sharded) {
-        static const char *const work[] = {"flops", "bwd_flops", "workspace", "bwd_workspace"};
-        for (int k = 0; k < 4; k++)
-            if (!divide(c, o, work[k], 0, "op", x->id))
-                return 0;
-        cJSON *attrs = cJSON_GetObjectItemCaseSensitive(o, "attrs");
-        if (cJSON_IsObject(attrs) &&
-            (!divide(c, attrs, "duration_ns", 0, "op", x->id) || !divide(c, attrs, "bwd_duration_ns", 0, "op", x->id)))
-            return 0;
-        if (!mark_attr(c, o, x->role == ROLE_COL ? "column" : x->role == ROLE_ROW ? "row" : "shard"))
-            return 0;
-        c->sum.split_ops++;
-    }
-    for (uint32_t k = 0; k < x->n_out; k++)
-        if (c->ten[x->out0 + k].state == SHARD && !split_tensor(c, x->out0 + k))
-            return 0;
-    if (x->role == ROLE_NONE)
-        return 1;
-    /* The weight splits by output (column) or input (row) features; a
-     * column linear's bias splits with it, a row linear's is added once
-     * after the reduction (Megatron's RowParallelLinear), so it stays whole. */
-    if (!split_param(c, x->weight))
-        return 0;
-    if (x->role == ROLE_ROW)
-        return 1;
-    char bid[512];
-    snprintf(bid, sizeof bid, "%s.bias", x->module);
-    uint32_t bt = lookup(c, bid);
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "inputs");
-    for (const cJSON *in = ins->child; in; in = in->next)
-        if (strcmp(in->valuestring, bid) == 0 && bt != NONE && c->ten[bt].is_param)
-            return split_param(c, bt);
-    return 1;
-}
-
-/* Applies the states: bytes, work, the split weights, and the collectives
- * inserted into the ops array where they run. */
-static int apply(tx *c)
-{
-    cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->root, "ops");
-    for (uint32_t i = 0; i < c->n_ops; i++) {
-        const top *x = &c->ops[i];
-        if (x->role == ROLE_COL && !col_reads_f(c, x->obj) && !insert_f(c, arr, i))
-            return 0;
-        if (!split_op(c, i) || (x->role == ROLE_ROW && !insert_g(c, arr, i)))
-            return 0;
-    }
-    return 1;
-}
-
 static int check_outputs(tx *c)
 {
     const cJSON *outs = cJSON_GetObjectItemCaseSensitive(c->root, "outputs");
     int k = 0;
     for (const cJSON *v = outs ? outs->child : NULL; v; v = v->next, k++) {
-        uint32_t t = lookup(c, v->valuestring);
+        uint32_t t = remat__tp_lookup(c, v->valuestring);
         if (t != NONE && c->ten[t].state == SHARD) {
             char p[32];
             snprintf(p, sizeof p, "outputs[%d]", k);
-            return bad(c, c->source, p, v->valuestring,
+            return remat__tp_bad(c, c->source, p, v->valuestring,
                        "graph output '%s' would be split across the ranks: a column-parallel region is not closed "
                        "by a row-parallel linear before it",
                        v->valuestring);
@@ -739,7 +428,7 @@ static int check_hits(tx *c, const cJSON *arr, const int *hits, const char *key)
         if (!hits[k]) {
             char p[48];
             snprintf(p, sizeof p, "%s[%d]", key, k);
-            return bad(c, c->psource, p, NULL,
+            return remat__tp_bad(c, c->psource, p, NULL,
                        "'%s' matches no linear of the graph (an op whose attrs.module it matches and that reads "
                        "the param '<module>.weight')",
                        v->valuestring);
@@ -751,54 +440,20 @@ static int meta_and_name(tx *c)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(c->root, "meta");
     if (!meta && !(meta = cJSON_AddObjectToObject(c->root, "meta")))
-        return nomem(c);
+        return remat__tp_nomem(c);
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "tp");
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "tp_partition");
     if (!cJSON_AddNumberToObject(meta, "tp", (double)c->t) ||
         !cJSON_AddStringToObject(meta, "tp_partition", c->psource))
-        return nomem(c);
+        return remat__tp_nomem(c);
     cJSON *name = cJSON_GetObjectItemCaseSensitive(c->root, "name");
     if (cJSON_IsString(name)) {
         char s[300];
         snprintf(s, sizeof s, "%.280s-tp%" PRIu64, name->valuestring, c->t);
         if (!cJSON_SetValuestring(name, s))
-            return nomem(c);
+            return remat__tp_nomem(c);
     }
     return 1;
-}
-
-/* One element per line, as the exporter writes graphs, so diffs stay
- * readable. */
-static int write_doc(tx *c, remat_buf *b)
-{
-    remat_buf_puts(b, "{");
-    for (const cJSON *v = c->root->child; v; v = v->next) {
-        remat_buf_puts(b, v == c->root->child ? "\n " : ",\n ");
-        remat_buf_json_str(b, v->string);
-        remat_buf_puts(b, ": ");
-        int list = cJSON_IsArray(v) && (!strcmp(v->string, "ops") || !strcmp(v->string, "params") ||
-                                        !strcmp(v->string, "inputs"));
-        if (list) {
-            remat_buf_puts(b, "[");
-            for (const cJSON *e = v->child; e; e = e->next) {
-                char *s = cJSON_PrintUnformatted(e);
-                if (!s)
-                    return nomem(c);
-                remat_buf_puts(b, e == v->child ? "\n  " : ",\n  ");
-                remat_buf_puts(b, s);
-                cJSON_free(s);
-            }
-            remat_buf_puts(b, "\n ]");
-        } else {
-            char *s = cJSON_PrintUnformatted(v);
-            if (!s)
-                return nomem(c);
-            remat_buf_puts(b, s);
-            cJSON_free(s);
-        }
-    }
-    remat_buf_puts(b, "\n}\n");
-    return b->failed ? nomem(c) : 1;
 }
 
 remat_status remat_import_tp_split(const char *text, size_t len, const char *source, const char *part_text,
@@ -829,12 +484,12 @@ remat_status remat_import_tp_split(const char *text, size_t len, const char *sou
         ok = 0;
     ok = ok && read_partition(&c);
     if (ok && remat_strmap_init(&c.ids, 1024) != REMAT_OK)
-        ok = nomem(&c);
+        ok = remat__tp_nomem(&c);
     c.ids_ok = ok;
     ok = ok && index_leaves(&c, "params", 1) && index_leaves(&c, "inputs", 0) && index_ops(&c);
     int nc = ok ? cJSON_GetArraySize(c.col) : 0, nr = ok ? cJSON_GetArraySize(c.row) : 0;
     if (ok && !(hits = remat__calloc((size_t)(nc + nr), sizeof *hits)))
-        ok = nomem(&c);
+        ok = remat__tp_nomem(&c);
     for (uint32_t i = 0; ok && i < c.n_ops; i++)
         ok = assign_role(&c, i, hits, hits + nc);
     ok = ok && check_hits(&c, c.col, hits, "column") && check_hits(&c, c.row, hits + nc, "row") && propagate(&c);
@@ -842,7 +497,7 @@ remat_status remat_import_tp_split(const char *text, size_t len, const char *sou
         settle_free(&c);
     /* One rank of one is the graph itself: nothing to split or to
      * communicate, as gen transformer --tp 1 writes no collectives. */
-    ok = ok && check_outputs(&c) && (c.t == 1 || apply(&c)) && meta_and_name(&c) && write_doc(&c, &b);
+    ok = ok && check_outputs(&c) && (c.t == 1 || remat__tp_apply(&c)) && meta_and_name(&c) && (remat__import_write_doc(c.root, &b) || remat__tp_nomem(&c));
     remat__free(hits);
     remat__free(c.ten);
     remat__free(c.ops);
