@@ -63,6 +63,7 @@
 #ifndef REMAT_IMPORT_H
 #define REMAT_IMPORT_H
 
+#include "remat/graph.h"
 #include "remat/util.h"
 
 #ifdef __cplusplus
@@ -338,6 +339,19 @@ remat_status remat_import_tp_split(const char *text, size_t len, const char *sou
 /* Reads both files and splits; as above. */
 remat_status remat_import_tp_split_files(const char *graph_path, const char *part_path, uint32_t tp, char **out,
                                          size_t *out_len, remat_import_tp_summary *summary, remat_err *err);
+
+/* ---- Measured durations ----------------------------------------------------
+ *
+ * The graph text (the file g was loaded from; len bytes) with op k's
+ * attrs.duration_ns = fwd_ns[k] and attrs.bwd_duration_ns = bwd_ns[k]
+ * (nanoseconds; a 0 removes the key, so an op without a backward step
+ * carries none), and meta.durations = note, which says where the figures
+ * come from (they are one machine's). Every other field is kept. The file's
+ * ops must be g's, in order (REMAT_EINVAL otherwise). On success *out owns
+ * the text (remat_free). REMAT_EPARSE, REMAT_ENOMEM. O(size of the text). */
+remat_status remat_import_set_durations(const char *text, size_t len, const char *source, const remat_graph *g,
+                                        const uint64_t *fwd_ns, const uint64_t *bwd_ns, const char *note, char **out,
+                                        size_t *out_len, remat_err *err);
 
 #ifdef __cplusplus
 }

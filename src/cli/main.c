@@ -57,7 +57,7 @@ static const remat_command commands[] = {
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"step", cmd_step,
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
-     "[--state STATE] [-o STATE] [--every N]",
+     "[--state STATE] [-o STATE] [--every N] [--record-durations GRAPH]",
      "run real training steps under a plan: losses, measured vs accounted peak, time with and without recompute"},
     {"import", cmd_import, "checkmate|dtr FILE [--name NAME] [-o GRAPH]",
      "convert a Checkmate/Moccasin training graph or a DTR operator log into a remat graph"},
