@@ -1,7 +1,7 @@
 /*
  * check_tp_split.c - `remat tp-split` on the exported GPT (graphs/gpt4-b4.json,
  * scripts/models.py:gpt: s = 128, b = 4, h = 128, a = 4, 4 layers, fp32,
- * dropout 0.1) with Megatron's partition (graphs/gpt4-b4.tp.json: QKV and
+ * dropout 0.1) with Megatron's partition (graphs/partitions/gpt4-b4.tp.json: QKV and
  * fc1 column-parallel, the projection and fc2 row-parallel; Shoeybi et al.
  * 2019 section 3).
  *
@@ -41,7 +41,7 @@
 #include <string.h>
 
 #define GPT "graphs/gpt4-b4.json"
-#define PART "graphs/gpt4-b4.tp.json"
+#define PART "graphs/partitions/gpt4-b4.tp.json"
 
 static const uint64_t S = 128, B = 4, H = 128, A = 4, LAYERS = 4;
 

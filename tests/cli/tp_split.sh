@@ -1,11 +1,11 @@
 # tp_split.sh - `remat tp-split`: one rank of Megatron tensor parallelism from
-# the exported GPT and its partition (graphs/gpt4-b4.tp.json). The figures
+# the exported GPT and its partition (graphs/partitions/gpt4-b4.tp.json). The figures
 # are worked by hand in tests/check_tp_split.c: per layer the rank saves
 # sbh(24 + 48/t + 12as/(ht)) + 16sb + 8 B (s = 128, b = 4, h = 128, a = 4),
 # so 4 layers at t = 2 save 4 x 3145728 B less than at t = 1, and the
 # replayed activations fall from 34377760 B to 21794848 B at the peak.
 TPG=graphs/gpt4-b4.json
-TPP=graphs/gpt4-b4.tp.json
+TPP=graphs/partitions/gpt4-b4.tp.json
 expect tp_split_help 0 "remat-tp-partition" -- "$REMAT" tp-split --help
 expect tp_split_in_help 0 "tp-split" -- "$REMAT" help
 expect tp_split_two 0 "8 column- and 8 row-parallel linears, 168 ops doing 1/2 of their work, 168 activations and 24 params split (3160064 B of params -> 1580032 B), 16 collectives inserted -> graph 'gpt4-b4-tp2': 266 ops" -- "$REMAT" tp-split "$TPG" --tp 2 --partition "$TPP" -o "$T/gpt-tp2.json"
