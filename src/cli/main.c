@@ -24,13 +24,13 @@ static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time]] "
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time|step-time]] "
      "[-o PLAN] [--json] "
      "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
      "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
-     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time]] [--json] "
+     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time|step-time]] [--json] "
      "[--time-limit S] | GRAPH --sweep N [--svg FILE] "
      "[--activation-budget 0]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
