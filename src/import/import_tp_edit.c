@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-
+/* Every string of arr equal to from becomes to (*fail on out of memory). */
 static void rename_refs(cJSON *arr, const char *from, const char *to, int *fail)
 {
     for (cJSON *v = arr ? arr->child : NULL; v; v = v->next)
