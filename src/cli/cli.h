@@ -108,6 +108,7 @@ int remat_cli_write(const char *path, const char *text, size_t len);
 int cmd_lifetimes(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_tp_split(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_step(int argc, char **argv);

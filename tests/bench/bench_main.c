@@ -433,12 +433,12 @@ static const bench benches[] = {
     {"steptime", "predicted step time (remat replay --device, per-op durations measured on this CPU) beside "
                  "the measured one, small models",
      bench_steptime},
-    {"pp-time", "predicted step time of a real 1F1B pipeline over 2 and 4 gloo processes (remat replay --pp "
-                "--device, measured op durations and link) beside the measured one",
-     bench_pp_time},
     {"fidelity", "the exporter on every torchvision classification and segmentation model, nn.LSTM and "
                  "nn.TransformerEncoder: saved bytes against autograd's hooks, store-all peak against the profiler",
      bench_fidelity},
+    {"pp-time", "predicted step time of a real 1F1B pipeline over 2 and 4 gloo processes (remat replay --pp "
+                "--device, measured op durations and link) beside the measured one",
+     bench_pp_time},
     {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
               "every strategy at 0.6-0.9 of its peak and its budgets",
      bench_peers},
