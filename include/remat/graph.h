@@ -65,6 +65,7 @@ typedef struct remat_op {
     uint64_t bwd_workspace;
     bool recomputable;    /* default true */
     const char *attrs_json; /* the "attrs" object re-serialized, or NULL (read by remat/train.h's kernels) */
+    const char *module;   /* attrs.module: the dotted path of the module that ran the op ("" the root), or NULL */
 } remat_op;
 
 typedef struct remat_graph {

@@ -324,12 +324,31 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     x->comm_buffers = r.comm_buffers.bytes;
     x->workspace = r.workspace.bytes;
     *reserve = r.fragmentation_reserve.bytes;
+    if (L->have_fsdp_opts && !L->fsdp)
+        return remat_cli_usage_error(cmd, "--fsdp-strategy, --fsdp-backward-prefetch, --fsdp-forward-prefetch and "
+                                          "--fsdp-limit-all-gathers apply to --shard fsdp");
+    if (r.dp < 2 && (L->fsdp || L->shard.wrap_depth || L->shard.n_unit_prefixes))
+        return remat_cli_usage_error(cmd, "%s needs --dp N with N >= 2",
+                                     L->fsdp ? "--shard fsdp" : L->shard.wrap_depth ? "--fsdp-wrap" : "--fsdp-units");
     if (r.dp < 2)
         return remat_cli_shard_apply(cmd, a, L, &r, x);
     /* The rank of a data-parallel step: every stage, 0 being DDP. */
     remat_shard_config sc = L->shard;
     sc.stage = r.zero_stage;
     sc.dp = r.dp;
+    if (L->fsdp) {
+        if (r.zero_stage != 0)
+            return remat_cli_usage_error(cmd, "--shard fsdp shards by --fsdp-strategy: drop --zero %u (FSDP's "
+                                              "FULL_SHARD is ZeRO 3's residency, SHARD_GRAD_OP ZeRO 2's, NO_SHARD DDP's)",
+                                         r.zero_stage);
+        if (L->ds_path)
+            return remat_cli_usage_error(cmd, "--shard fsdp and --deepspeed-config: a DeepSpeed config describes "
+                                              "DeepSpeed's engine, not FSDP");
+        if (sc.fsdp == REMAT_FSDP_OFF)
+            sc.fsdp = REMAT_FSDP_FULL_SHARD; /* FullyShardedDataParallel's default sharding_strategy */
+    } else {
+        sc.fsdp = REMAT_FSDP_OFF;
+    }
     sc.elem_bytes = remat_ledger_dtype_size(r.weights.dtype);
     if (L->cfg.bucket_bytes || L->cfg.bucket_elements)
         sc.bucket_elements = L->cfg.bucket_elements ? L->cfg.bucket_elements : L->cfg.bucket_bytes / sc.elem_bytes;
@@ -367,8 +386,29 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
     static const char *const how[] = {"DDP: buckets all-reduced", "ZeRO 1: optimizer state sharded",
                                       "ZeRO 2: gradients and optimizer state sharded",
                                       "ZeRO 3: weights, gradients and optimizer state sharded"};
-    fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
-            (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
+    static const char *const fsdp[] = {"", "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
+    static const char *const bp[] = {"none", "BACKWARD_PRE", "BACKWARD_POST"};
+    if (sh->cfg.fsdp != REMAT_FSDP_OFF) {
+        fprintf(f, "sharding    FSDP %s over %llu ranks; %u units, each one flat parameter padded to a multiple of "
+                   "%llu; Psi = %llu elements\n",
+                fsdp[sh->cfg.fsdp], (unsigned long long)dp, sh->n_units, (unsigned long long)dp,
+                (unsigned long long)sh->psi);
+        if (sh->cfg.stage == 3)
+            fprintf(f, "fsdp        backward_prefetch %s, forward_prefetch %s, limit_all_gathers %s%s\n",
+                    bp[sh->cfg.backward_prefetch], sh->cfg.forward_prefetch ? "on" : "off",
+                    sh->cfg.limit_all_gathers ? "on" : "off",
+                    sh->cfg.limit_all_gathers ? " (a released buffer is charged until the next-but-one all-gather "
+                                                "synchronizes on its free)"
+                                              : " (torch 1.13's default: no bound on a CPU running ahead, so every "
+                                                "released buffer stays charged to the end of the step)");
+    } else {
+        fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
+                (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
+    }
+    if (sh->cfg.wrap_depth || sh->cfg.n_unit_prefixes)
+        fprintf(f, "units       %u, by module (%s)%s%s\n", sh->n_units,
+                sh->cfg.wrap_depth ? "--fsdp-wrap" : "--fsdp-units", sh->root_unit != REMAT_NONE ? "; root unit " : "",
+                sh->root_unit != REMAT_NONE ? sh->a->g->ops[sh->root_unit].id : "");
     if (L->zero_redundancy) {
         remat_cli_shard_print(f, L, r);
     } else {

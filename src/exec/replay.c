@@ -438,7 +438,8 @@ static remat_status setup(replay *R)
     if (sh) {
         R->gathered = remat__calloc(no, 1);
         R->reduced = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, 1);
-        if (!R->gathered || !R->reduced)
+        R->held = remat__array((size_t)no + 2, sizeof *R->held);
+        if (!R->gathered || !R->reduced || !R->held)
             return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
     }
     if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
@@ -460,6 +461,8 @@ static void teardown(replay *R)
     remat__free(R->stamp);
     remat__free(R->gathered);
     remat__free(R->reduced);
+    remat__free(R->held);
+    R->held = NULL;
     R->gathered = R->reduced = NULL;
     R->res = R->ever = R->grad = R->cat = R->fwd_done = R->bwd_done = NULL;
     R->cnt = R->pending = NULL;
@@ -539,6 +542,7 @@ static void clear_state(replay *R)
     R->undo_b = 0;
     R->seeded = R->opt_seen = 0;
     R->partition = 0;
+    R->held_head = R->held_n = 0;
     R->index = 0;
     R->failed = REMAT_OK;
     R->ended = 0;
@@ -679,6 +683,7 @@ remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err)
     if (c->extras.sharding) {
         memset(c->gathered, 0, no);
         memset(c->reduced, 0, c->extras.sharding->n_buckets ? c->extras.sharding->n_buckets : 1);
+        c->held_head = c->held_n = 0;
     }
     /* remat_replay_end gave the last run's counts away. */
     if (!c->r->recompute_counts && !(c->r->recompute_counts = remat__array(no, sizeof *c->r->recompute_counts)))

@@ -12,7 +12,7 @@
  * DeepSpeed's ipg buckets fill in backward (graphs/README.md, "Sharded data
  * parallel", cites the source of each rule).
  */
-#include "remat/exec.h"
+#include "shard_internal.h"
 #include "../util/util_internal.h"
 
 #include <string.h>
@@ -50,9 +50,13 @@ void remat_sharding_destroy(remat_sharding *sh)
     memset(sh, 0, sizeof *sh);
 }
 
+static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *ubucket, uint8_t *kinds,
+                               remat_err *err);
+
+/* The caller destroys out. */
 static remat_status too_big(remat_sharding *out, remat_err *err)
 {
-    remat_sharding_destroy(out);
+    (void)out;
     return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
 }
 
@@ -68,7 +72,21 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
                              (unsigned long long)cfg->dp);
     if (cfg->elem_bytes == 0)
         return remat_err_set(err, REMAT_EINVAL, "sharding: element size must be at least 1 byte");
+    /* FSDP is stage 3's residency (or DDP's for NO_SHARD) with its own
+     * padding, units and builder (shard_fsdp.c). */
+    remat_shard_config fc = *cfg;
+    int fsdp = cfg->fsdp != REMAT_FSDP_OFF;
+    if (fsdp) {
+        if (cfg->fsdp > REMAT_FSDP_NO_SHARD || cfg->backward_prefetch > REMAT_FSDP_BACKWARD_POST)
+            return remat_err_set(err, REMAT_EINVAL, "sharding: unknown FSDP strategy or prefetch");
+        if (cfg->offload_optimizer || cfg->persist_threshold)
+            return remat_err_set(err, REMAT_EINVAL, "--shard fsdp: optimizer offload and stage 3 persistence are "
+                                                    "DeepSpeed's (FSDP's CPUOffload is not modelled)");
+        fc.stage = cfg->fsdp == REMAT_FSDP_NO_SHARD ? 0 : 3;
+        cfg = &fc;
+    }
     out->cfg = *cfg;
+    out->root_unit = REMAT_NONE;
     out->a = a;
     uint64_t eb = cfg->elem_bytes, dp = cfg->dp;
     if (!out->cfg.bucket_elements)
@@ -90,17 +108,41 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
     out->param_bytes = remat__calloc(nt, sizeof *out->param_bytes);
     out->bucket_elements = remat__calloc(nt, sizeof *out->bucket_elements);
     out->rank_elements = remat__calloc(dp, sizeof *out->rank_elements);
-    if (!out->unit_of || !out->bucket_of || !out->unit_elements || !out->unit_grad_elements || !out->unit_numel ||
-        !out->unit_persist_elements || !out->persistent || !out->param_bytes || !out->bucket_elements ||
-        !out->rank_elements) {
+    uint32_t *first = remat__array(nt, sizeof *first); /* per param: its first reader */
+    uint32_t *ubucket = remat__array(no, sizeof *ubucket); /* FSDP: per unit, its bucket */
+    uint8_t *kinds = remat__calloc(no, 1);              /* per unit: 1 trainable, 2 frozen params */
+    remat_status st = REMAT_OK;
+    if (!first || !ubucket || !kinds || !out->unit_of || !out->bucket_of || !out->unit_elements ||
+        !out->unit_grad_elements || !out->unit_numel || !out->unit_persist_elements || !out->persistent ||
+        !out->param_bytes || !out->bucket_elements || !out->rank_elements)
+        st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
+    else
+        st = remat__shard_units(a, cfg, out->unit_of, &out->root_unit, err);
+    if (st == REMAT_OK)
+        st = init_sizes(out, first, ubucket, kinds, err);
+    remat__free(first);
+    remat__free(ubucket);
+    remat__free(kinds);
+    if (st != REMAT_OK)
         remat_sharding_destroy(out);
-        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
-    }
+    return st;
+}
+
+static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *ubucket, uint8_t *kinds,
+                               remat_err *err)
+{
+    const remat_analysis *a = out->a;
+    const remat_graph *g = a->g;
+    const remat_shard_config *cfg = &out->cfg;
+    uint64_t eb = cfg->elem_bytes, dp = cfg->dp;
+    int fsdp = cfg->fsdp != REMAT_FSDP_OFF;
     for (uint32_t t = 0; t < g->n_tensors; t++)
-        out->unit_of[t] = out->bucket_of[t] = REMAT_NONE;
-    /* Units: each param joins the unit of the first op (forward order) that
-     * reads it. Sizes in elements: a param whose bytes are not whole
-     * elements of the sharding's precision cannot be partitioned. */
+        out->bucket_of[t] = first[t] = REMAT_NONE;
+    for (uint32_t k = 0; k < g->n_ops; k++)
+        ubucket[k] = REMAT_NONE;
+    /* Units: remat__shard_units put each param in one. Sizes in elements:
+     * a param whose bytes are not whole elements of the sharding's
+     * precision cannot be partitioned. */
     uint64_t weights = 0, frozen = 0, part = 0;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         uint32_t k = a->order[i];
@@ -109,10 +151,10 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         for (uint32_t j = 0; j < op->n_in; j++) {
             uint32_t t = inp[j];
             const remat_tensor *T = &g->tensors[t];
-            if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+            if (T->kind != REMAT_TENSOR_PARAM || first[t] != REMAT_NONE)
                 continue;
+            first[t] = k;
             if (T->bytes % eb) {
-                remat_sharding_destroy(out);
                 return remat_err_set(err, REMAT_EINVAL,
                                      "param '%s': %llu B is not a whole number of %u-byte elements; give the "
                                      "params' precision (--weights)",
@@ -120,7 +162,23 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
             }
             uint64_t e = T->bytes / eb, shard = ceil_div(e, dp) * eb, padded = ceil_div(e, dp) * dp;
             int trains = a->grad_flows[t] && !T->frozen;
-            out->unit_of[t] = k;
+            uint32_t u = out->unit_of[t];
+            kinds[u] |= T->frozen ? 2 : 1;
+            if (fsdp && kinds[u] == 3)
+                return remat_err_set(err, REMAT_EINVAL,
+                                     "--shard fsdp: unit '%s' mixes frozen and trainable params (param '%s'); a flat "
+                                     "parameter needs uniform requires_grad (torch flat_param.py): wrap them apart",
+                                     g->ops[u].id, T->id);
+            if (fsdp) {
+                /* The flat parameter is padded as a whole, below. */
+                out->param_bytes[t] = 0;
+                if (trains)
+                    out->unit_grad_elements[u] += e; /* bounded by psi, checked below */
+                if (!remat_u64_add(out->unit_numel[u], e, &out->unit_numel[u]) ||
+                    (trains && !remat_u64_add(out->psi, e, &out->psi)))
+                    return too_big(out, err);
+                continue;
+            }
             /* ZeRO 3 keeps a param at or below the persistence threshold
              * gathered for the whole step, beside its partition
              * (DeepSpeed parameter_offload.py mark_persistent_parameters; the
@@ -130,23 +188,61 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
             out->persistent[t] = (uint8_t)persist;
             uint64_t resident = cfg->stage == 3 ? shard : T->bytes;
             if (trains)
-                out->unit_grad_elements[k] += e; /* bounded by psi, checked below */
+                out->unit_grad_elements[u] += e; /* bounded by psi, checked below */
             if (persist && (!remat_u64_mul(padded, eb, &resident) || !remat_u64_add(resident, shard, &resident)))
                 return too_big(out, err);
             out->param_bytes[t] = resident;
-            if (!remat_u64_add(persist ? out->unit_persist_elements[k] : out->unit_elements[k], persist ? e : padded,
-                               persist ? &out->unit_persist_elements[k] : &out->unit_elements[k]) ||
-                (!persist && !remat_u64_add(out->unit_numel[k], e, &out->unit_numel[k])) ||
+            if (!remat_u64_add(persist ? out->unit_persist_elements[u] : out->unit_elements[u], persist ? e : padded,
+                               persist ? &out->unit_persist_elements[u] : &out->unit_elements[u]) ||
+                (!persist && !remat_u64_add(out->unit_numel[u], e, &out->unit_numel[u])) ||
                 !remat_u64_add(T->frozen ? frozen : weights, resident, T->frozen ? &frozen : &weights) ||
                 (persist && !remat_u64_add(out->persist_elements, e, &out->persist_elements)) ||
                 (trains && !remat_u64_add(part, shard, &part)) || (trains && !remat_u64_add(out->psi, e, &out->psi)))
                 return too_big(out, err);
         }
     }
+    /* FSDP: each unit is one flat parameter, its rank's shard ceil(E_u/N)
+     * elements whatever the rank (flat_param.py _get_shard pads every
+     * chunk to the first's), gathered as N of them; its bytes are charged
+     * to the unit's first param. */
+    for (uint32_t k = 0; fsdp && k < g->n_ops; k++) {
+        if (!out->unit_numel[k])
+            continue;
+        out->n_units++;
+        uint64_t sh = ceil_div(out->unit_numel[k], dp), bytes;
+        if (!remat_u64_mul(sh, dp, &out->unit_elements[k]) || !remat_u64_mul(sh, eb, &bytes))
+            return too_big(out, err);
+        const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
+        for (uint32_t j = 0; j < g->ops[k].n_in; j++)
+            if (out->unit_of[inp[j]] == k && first[inp[j]] == k) {
+                out->param_bytes[inp[j]] = bytes;
+                break;
+            }
+        int trains = out->unit_grad_elements[k] > 0;
+        if (!remat_u64_add(kinds[k] & 2 ? frozen : weights, bytes, kinds[k] & 2 ? &frozen : &weights) ||
+            (trains && !remat_u64_add(part, bytes, &part)) ||
+            (trains && !remat_u64_add(out->fsdp_shard_elements, sh, &out->fsdp_shard_elements)))
+            return too_big(out, err);
+    }
+    for (uint32_t k = 0; !fsdp && k < g->n_ops; k++)
+        out->n_units += out->unit_numel[k] || out->unit_persist_elements[k];
+    /* NO_SHARD keeps every array whole, as DDP. */
+    if (fsdp && cfg->stage == 0) {
+        weights = frozen = 0;
+        for (uint32_t t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].kind == REMAT_TENSOR_PARAM && first[t] != REMAT_NONE) {
+                out->param_bytes[t] = g->tensors[t].bytes;
+                if (!remat_u64_add(g->tensors[t].frozen ? frozen : weights, g->tensors[t].bytes,
+                                   g->tensors[t].frozen ? &frozen : &weights))
+                    return too_big(out, err);
+            }
+        for (uint32_t k = 0; k < g->n_ops; k++)
+            out->unit_elements[k] = 0;
+    }
     /* Params no op reads are resident on every rank as the graph has them. */
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         const remat_tensor *T = &g->tensors[t];
-        if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+        if (T->kind != REMAT_TENSOR_PARAM || first[t] != REMAT_NONE)
             continue;
         out->param_bytes[t] = T->bytes;
         if (!remat_u64_add(T->frozen ? frozen : weights, T->bytes, T->frozen ? &frozen : &weights))
@@ -172,6 +268,15 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         uint64_t lo = r * P; /* r < dp, P * dp < psi + 2dp: no overflow */
         out->rank_elements[r] = lo >= out->psi ? 0 : (out->psi - lo < P ? out->psi - lo : P);
     }
+    /* FSDP: a rank owns its chunk of each trainable unit (torch.chunk:
+     * chunks of ceil(E/N), the last ones short or empty). */
+    for (uint64_t r = 0; fsdp && cfg->stage == 3 && r < dp; r++) {
+        out->rank_elements[r] = 0;
+        for (uint32_t k = 0; k < g->n_ops; k++) {
+            uint64_t E = out->unit_grad_elements[k], c = ceil_div(E, dp), lo = r * c;
+            out->rank_elements[r] += lo >= E ? 0 : (E - lo < c ? E - lo : c); /* bounded by psi */
+        }
+    }
     /* Buckets, in reverse forward order of the params' units. */
     uint32_t nb = 0;
     uint64_t fill = 0;
@@ -182,10 +287,20 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         for (uint32_t j = 0; j < op->n_in; j++) {
             uint32_t t = inp[j];
             const remat_tensor *T = &g->tensors[t];
-            if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t] || out->unit_of[t] != k ||
+            if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t] || first[t] != k ||
                 out->bucket_of[t] != REMAT_NONE)
                 continue;
             uint64_t e = T->bytes / eb;
+            if (fsdp) {
+                /* One reduction per flat parameter (its post-backward
+                 * hook), in the order backward completes the units. */
+                uint32_t u = out->unit_of[t];
+                if (ubucket[u] == REMAT_NONE)
+                    ubucket[u] = nb++;
+                out->bucket_of[t] = ubucket[u];
+                out->bucket_elements[ubucket[u]] += e; /* bounded by psi */
+                continue;
+            }
             uint64_t cap = nb <= 1 ? out->cfg.first_bucket_elements : out->cfg.bucket_elements;
             if (nb == 0 || (fill > 0 && fill + e > cap)) {
                 nb++;
@@ -285,6 +400,8 @@ static size_t collect(builder *B, remat_instr in, size_t at)
 remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
                                   remat_err *err)
 {
+    if (sh->cfg.fsdp == REMAT_FSDP_FULL_SHARD || sh->cfg.fsdp == REMAT_FSDP_SHARD_GRAD_OP)
+        return remat__schedule_shard_fsdp(sh, in, out, err);
     const remat_analysis *a = sh->a;
     const remat_graph *g = a->g;
     const remat_shard_config *cfg = &sh->cfg;
