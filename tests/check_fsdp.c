@@ -16,6 +16,7 @@
 #include "exec_util.h"
 #include "remat/gen.h"
 #include "remat/ledger.h"
+#include "remat/trace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -204,6 +205,38 @@ START_TEST(fsdp_should_gather_as_worked_by_hand)
     ck_assert_uint_eq(r.comm_elements, 42);
     ck_assert_uint_eq(r.at_opt_by_category[REMAT_CAT_PARAMS], 14);
     remat_replay_result_destroy(&r);
+
+    /* The trace records the same: its intervals add up to the replay's
+     * figures at every step (remat_trace_build checks), and the three
+     * reclaimed buffers (a1 at AG c, the old b at AG b, c at AG a1) end
+     * as their all-gather begins, before its mark. */
+    {
+        remat_sharding sh;
+        remat_err err;
+        remat_err_init(&err);
+        fsdp_config(&sc, REMAT_FSDP_FULL_SHARD, 4);
+        ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+        remat_exec_extras x = {0};
+        x.sharding = &sh;
+        remat_schedule s, full;
+        build_keep(a, NULL, &s);
+        remat_schedule_init(&full);
+        ck_assert_int_eq(remat_schedule_shard(&sh, &s, &full, &err), REMAT_OK);
+        remat_trace *t = NULL;
+        ck_assert_msg(remat_trace_build(a, &full, &x, &t, &err) == REMAT_OK, "%s", err.msg);
+        uint32_t early = 0;
+        for (size_t i = 0; i < t->n_intervals; i++)
+            if (t->iv[i].early) {
+                early++;
+                ck_assert_int_eq(t->iv[i].category, REMAT_CAT_GATHERED_PARAMS);
+                ck_assert_int_eq(full.ins[t->iv[i].free].kind, REMAT_I_ALLGATHER);
+            }
+        ck_assert_uint_eq(early, 3);
+        remat_trace_destroy(t);
+        remat_schedule_destroy(&full);
+        remat_schedule_destroy(&s);
+        remat_sharding_destroy(&sh);
+    }
 
     /* N = 2: shards 3, 5, 3 (11 elements, 22 B); gathered 12, 20, 12 B.
      * FULL_SHARD with the limiter peaks at 20 + 12 = 32 B. */

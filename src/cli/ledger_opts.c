@@ -389,10 +389,15 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
     static const char *const fsdp[] = {"", "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
     static const char *const bp[] = {"none", "BACKWARD_PRE", "BACKWARD_POST"};
     if (sh->cfg.fsdp != REMAT_FSDP_OFF) {
-        fprintf(f, "sharding    FSDP %s over %llu ranks; %u units, each one flat parameter padded to a multiple of "
-                   "%llu; Psi = %llu elements\n",
-                fsdp[sh->cfg.fsdp], (unsigned long long)dp, sh->n_units, (unsigned long long)dp,
-                (unsigned long long)sh->psi);
+        if (sh->cfg.stage == 3)
+            fprintf(f, "sharding    FSDP %s over %llu ranks; %u units, each one flat parameter padded to a multiple "
+                       "of %llu; Psi = %llu elements\n",
+                    fsdp[sh->cfg.fsdp], (unsigned long long)dp, sh->n_units, (unsigned long long)dp,
+                    (unsigned long long)sh->psi);
+        else
+            fprintf(f, "sharding    FSDP NO_SHARD over %llu ranks; %u units, each one flat parameter kept whole and its "
+                       "gradient all-reduced; Psi = %llu elements\n",
+                    (unsigned long long)dp, sh->n_units, (unsigned long long)sh->psi);
         if (sh->cfg.stage == 3)
             fprintf(f, "fsdp        backward_prefetch %s, forward_prefetch %s, limit_all_gathers %s%s\n",
                     bp[sh->cfg.backward_prefetch], sh->cfg.forward_prefetch ? "on" : "off",

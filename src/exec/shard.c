@@ -163,12 +163,13 @@ static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *u
             uint64_t e = T->bytes / eb, shard = ceil_div(e, dp) * eb, padded = ceil_div(e, dp) * dp;
             int trains = a->grad_flows[t] && !T->frozen;
             uint32_t u = out->unit_of[t];
+            if (fsdp && u == REMAT_NONE) { /* a buffer: whole on every rank */
+                out->param_bytes[t] = T->bytes;
+                if (!remat_u64_add(frozen, T->bytes, &frozen))
+                    return too_big(out, err);
+                continue;
+            }
             kinds[u] |= T->frozen ? 2 : 1;
-            if (fsdp && kinds[u] == 3)
-                return remat_err_set(err, REMAT_EINVAL,
-                                     "--shard fsdp: unit '%s' mixes frozen and trainable params (param '%s'); a flat "
-                                     "parameter needs uniform requires_grad (torch flat_param.py): wrap them apart",
-                                     g->ops[u].id, T->id);
             if (fsdp) {
                 /* The flat parameter is padded as a whole, below. */
                 out->param_bytes[t] = 0;

@@ -86,7 +86,10 @@ remat_status remat__shard_units(const remat_analysis *a, const remat_shard_confi
         const uint32_t *inp = remat_op_inputs(g, op);
         for (uint32_t j = 0; j < op->n_in && st == REMAT_OK; j++) {
             uint32_t t = inp[j];
-            if (g->tensors[t].kind != REMAT_TENSOR_PARAM || unit_of[t] != REMAT_NONE)
+            /* FSDP flattens parameters only: buffers (the graph's frozen
+             * params) stay whole on every rank, in no unit. */
+            if (g->tensors[t].kind != REMAT_TENSOR_PARAM || unit_of[t] != REMAT_NONE ||
+                (cfg->fsdp != REMAT_FSDP_OFF && g->tensors[t].frozen))
                 continue;
             if (!by_module) {
                 unit_of[t] = k;
