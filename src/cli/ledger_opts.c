@@ -338,8 +338,8 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     sc.dp = r.dp;
     if (L->fsdp) {
         if (r.zero_stage != 0)
-            return remat_cli_usage_error(cmd, "--shard fsdp shards by --fsdp-strategy: drop --zero %u (FSDP's "
-                                              "FULL_SHARD is ZeRO 3's residency, SHARD_GRAD_OP ZeRO 2's, NO_SHARD DDP's)",
+            return remat_cli_usage_error(cmd, "--shard fsdp shards by --fsdp-strategy: drop --zero %u (FULL_SHARD "
+                                              "shards as ZeRO 3 does; NO_SHARD keeps DDP's memory)",
                                          r.zero_stage);
         if (L->ds_path)
             return remat_cli_usage_error(cmd, "--shard fsdp and --deepspeed-config: a DeepSpeed config describes "
@@ -402,8 +402,8 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
             fprintf(f, "fsdp        backward_prefetch %s, forward_prefetch %s, limit_all_gathers %s%s\n",
                     bp[sh->cfg.backward_prefetch], sh->cfg.forward_prefetch ? "on" : "off",
                     sh->cfg.limit_all_gathers ? "on" : "off",
-                    sh->cfg.limit_all_gathers ? " (a released buffer is charged until the next-but-one all-gather "
-                                                "synchronizes on its free)"
+                    sh->cfg.limit_all_gathers ? " (a released buffer stays charged until an all-gather finds two "
+                                                "frees queued and waits on the older, torch's _FreeEventQueue)"
                                               : " (torch 1.13's default: no bound on a CPU running ahead, so every "
                                                 "released buffer stays charged to the end of the step)");
     } else {
