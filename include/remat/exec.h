@@ -197,7 +197,8 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *
  * A sharded replay measures ONE rank of dp data-parallel ranks. The
  * sharding names the units (the params gathered together: one unit per op
- * that is the first to read a param, holding the params it reads first)
+ * that is the first to read a param, holding the params it reads first;
+ * or one per module prefix, cfg.wrap_depth / cfg.unit_prefixes)
  * and the gradient buckets (trainable params in order of gradient
  * completion, reverse forward order, filled up to the bucket size), and
  * what each rank keeps resident:
@@ -222,6 +223,16 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *     in params), never in a unit's gather, and all-gathered once after OPT
  *     (DeepSpeed stage3.py _post_step). Volumes count real elements, not
  *     the padding.
+ *   PyTorch FSDP (cfg.fsdp; graphs/README.md, "PyTorch FSDP"): FULL_SHARD
+ *     and SHARD_GRAD_OP are stage 3's residency with one flat parameter per
+ *     unit (each rank ceil(E_u / dp) elements of it, gathered as dp of
+ *     them), one REDUCE_SCATTER per unit, FSDP's hooks placing the gathers
+ *     (remat__schedule_shard_fsdp); NO_SHARD is stage 0 with one ALLREDUCE
+ *     per unit. Buffers (frozen params) are in no unit and stay whole. A
+ *     RELEASE under FSDP holds the unit's buffer (the allocator cannot reuse
+ *     it before the GPU passes the free): with limit_all_gathers an
+ *     ALLGATHER that finds two or more held first reclaims the oldest, as
+ *     torch's _FreeEventQueue waits on it; without it they stay to the end.
  * Rules the replay enforces (REMAT_ESCHEDULE naming the instruction):
  *   - stage 3: a FWD, RECOMPUTE or BWD that reads a param (input or saved)
  *     needs its unit gathered; RELEASE needs it gathered; ALLGATHER of a
