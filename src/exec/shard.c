@@ -5,8 +5,10 @@
  * Design: the replay (replay.c) owns every rule about collectives; this file
  * only decides where they go. A unit is the set of params an op is the
  * first to read (one unit per op with params, the finest grouping an
- * exported graph always has; module prefixes would group coarser), named by
- * that op, so a collective's argument is an op index like FWD's. Buckets
+ * exported graph always has) or a module prefix (shard_units.c), named by
+ * its first reader op, so a collective's argument is an op index like
+ * FWD's. PyTorch FSDP's sizes are here (one flat parameter per unit); its
+ * builder is shard_fsdp.c. Buckets
  * fill in reverse forward order of their params' first reader, the order in
  * which a store-all backward completes gradients, as DDP's reducer and
  * DeepSpeed's ipg buckets fill in backward (graphs/README.md, "Sharded data
