@@ -227,7 +227,7 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *     and SHARD_GRAD_OP are stage 3's residency with one flat parameter per
  *     unit (each rank ceil(E_u / dp) elements of it, gathered as dp of
  *     them), one REDUCE_SCATTER per unit, FSDP's hooks placing the gathers
- *     (remat__schedule_shard_fsdp); NO_SHARD is stage 0 with one ALLREDUCE
+ *     (src/exec/shard_fsdp.c); NO_SHARD is stage 0 with one ALLREDUCE
  *     per unit. Buffers (frozen params) are in no unit and stay whole. A
  *     RELEASE under FSDP holds the unit's buffer (the allocator cannot reuse
  *     it before the GPU passes the free): with limit_all_gathers an

@@ -462,10 +462,9 @@ static void teardown(replay *R)
     remat__free(R->gathered);
     remat__free(R->reduced);
     remat__free(R->held);
-    R->held = NULL;
     R->gathered = R->reduced = NULL;
     R->res = R->ever = R->grad = R->cat = R->fwd_done = R->bwd_done = NULL;
-    R->cnt = R->pending = NULL;
+    R->cnt = R->pending = R->held = NULL;
     R->stamp = NULL;
 }
 
@@ -683,7 +682,6 @@ remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err)
     if (c->extras.sharding) {
         memset(c->gathered, 0, no);
         memset(c->reduced, 0, c->extras.sharding->n_buckets ? c->extras.sharding->n_buckets : 1);
-        c->held_head = c->held_n = 0;
     }
     /* remat_replay_end gave the last run's counts away. */
     if (!c->r->recompute_counts && !(c->r->recompute_counts = remat__array(no, sizeof *c->r->recompute_counts)))
