@@ -271,6 +271,10 @@ typedef struct remat_shard_config {
     uint64_t first_bucket_elements; /* stage 0: 1 MiB / elem_bytes (DDP's first bucket); else = bucket */
     uint64_t prefetch_elements;     /* stage 3: stage3_prefetch_bucket_size (5e7); 0: no prefetch */
     uint64_t max_live_elements;     /* stage 3: stage3_max_live_parameters (1e9) */
+    uint64_t max_reuse_elements;    /* stage 3: stage3_max_reuse_distance; a unit is kept gathered after an
+                                     * instruction when the schedule reads it again before this many elements
+                                     * of other units' reads (0: released after each use, the section 7
+                                     * model; DeepSpeed's default is 1e9, which a config file gets) */
     uint64_t persist_threshold;     /* stage 3: stage3_param_persistence_threshold; a param of at most this
                                      * many elements stays gathered the whole step (0: none; DeepSpeed's
                                      * default is 1e5) */

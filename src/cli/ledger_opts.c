@@ -135,13 +135,16 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         break;
     case REMAT_LOPT_STAGE3_PREFETCH:
     case REMAT_LOPT_STAGE3_MAX_LIVE:
+    case REMAT_LOPT_STAGE3_MAX_REUSE:
     case REMAT_LOPT_FIRST_BUCKET: {
-        const char *o = c == REMAT_LOPT_STAGE3_PREFETCH   ? "--stage3-prefetch"
-                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? "--stage3-max-live"
-                                                          : "--first-bucket-elements";
-        uint64_t *dst = c == REMAT_LOPT_STAGE3_PREFETCH   ? &L->shard.prefetch_elements
-                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? &L->shard.max_live_elements
-                                                          : &L->shard.first_bucket_elements;
+        const char *o = c == REMAT_LOPT_STAGE3_PREFETCH    ? "--stage3-prefetch"
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE  ? "--stage3-max-live"
+                        : c == REMAT_LOPT_STAGE3_MAX_REUSE ? "--stage3-max-reuse"
+                                                           : "--first-bucket-elements";
+        uint64_t *dst = c == REMAT_LOPT_STAGE3_PREFETCH    ? &L->shard.prefetch_elements
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE  ? &L->shard.max_live_elements
+                        : c == REMAT_LOPT_STAGE3_MAX_REUSE ? &L->shard.max_reuse_elements
+                                                           : &L->shard.first_bucket_elements;
         if (remat_ledger_parse_count(arg, o, dst, &err) != REMAT_OK)
             return remat_cli_usage_error(cmd, "%s", err.msg);
         L->have_prefetch |= c == REMAT_LOPT_STAGE3_PREFETCH;
@@ -222,6 +225,8 @@ static int apply_ds(remat_cli_ledger *L)
         L->shard.prefetch_elements = d->prefetch_bucket_size;
     if (!flag(L, REMAT_LOPT_STAGE3_MAX_LIVE))
         L->shard.max_live_elements = d->max_live_parameters;
+    if (!flag(L, REMAT_LOPT_STAGE3_MAX_REUSE))
+        L->shard.max_reuse_elements = d->max_reuse_distance;
     if (!flag(L, REMAT_LOPT_STAGE3_PERSIST))
         cfg->persist_threshold = L->shard.persist_threshold = d->persistence_threshold;
     if (!flag(L, REMAT_LOPT_SUB_GROUP))

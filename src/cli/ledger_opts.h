@@ -44,6 +44,7 @@ enum {
     REMAT_LOPT_OFFLOAD_OPTIMIZER,
     REMAT_LOPT_DS_CONFIG,
     REMAT_LOPT_DS_WRITE,
+    REMAT_LOPT_STAGE3_MAX_REUSE,
     /* PyTorch's sharding (shard_opts.c). */
     REMAT_LOPT_SHARD,
     REMAT_LOPT_RANK,
@@ -88,6 +89,7 @@ enum {
     {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1},       \
     {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
     {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
+    {"stage3-max-reuse", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_REUSE}, \
     {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET},      \
     {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST},       \
     {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \

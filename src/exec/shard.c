@@ -337,7 +337,23 @@ typedef struct {
     /* Per instruction of the input: the units it reads, as a CSR list. */
     size_t *uoff;
     uint32_t *units;
+    /* stage3_max_reuse_distance: per CSR entry, the next instruction that
+     * reads the same unit (SIZE_MAX: none); per instruction q, the elements
+     * of the units read before q (DeepSpeed's params_traversed). */
+    size_t *next_use;
+    uint64_t *before;
 } builder;
+
+/* DeepSpeed partitioned_param_coordinator.py __params_to_release: after a
+ * module runs, the modules that follow are walked, summing their params'
+ * ds_numel, until the sum reaches max_reuse_distance (checked before each
+ * module); a param any of them uses is not released. Entry j belongs to
+ * instruction i. */
+static int reused_soon(const builder *B, size_t i, size_t j)
+{
+    size_t q = B->next_use[j];
+    return q != SIZE_MAX && B->before[q] - B->before[i + 1] < B->sh->cfg.max_reuse_elements;
+}
 
 static int reads_params(remat_instr in)
 {
@@ -423,8 +439,15 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     B.gathered = remat__calloc(no, 1);
     uint32_t *left = remat__calloc(nt, sizeof *left);               /* per param: BWDs still to write it */
     uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
+    int reuse = cfg->stage == 3 && cfg->max_reuse_elements > 0;
+    if (reuse) {
+        B.next_use = remat__array(cap ? cap : 1, sizeof *B.next_use);
+        B.before = remat__array(n + 1, sizeof *B.before);
+    }
+    size_t *seen_at = reuse ? remat__array(no, sizeof *seen_at) : NULL;
     remat_status st = REMAT_OK;
-    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left)
+    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left ||
+        (reuse && (!B.next_use || !B.before || !seen_at)))
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
     if (st == REMAT_OK) {
         size_t at = 0;
@@ -433,6 +456,23 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
             at = collect(&B, in->ins[i], at);
         }
         B.uoff[n] = at;
+        /* The next reader of each entry's unit, walking back; the elements
+         * read before each instruction, walking forward (saturating: a
+         * distance past 2^64 is past any bound). */
+        for (size_t k = 0; reuse && k < no; k++)
+            seen_at[k] = SIZE_MAX;
+        for (size_t i = n; reuse && i-- > 0;)
+            for (size_t j = B.uoff[i]; j < B.uoff[i + 1]; j++) {
+                B.next_use[j] = seen_at[B.units[j]];
+                seen_at[B.units[j]] = i;
+            }
+        for (size_t i = 0; reuse && i <= n; i++) {
+            uint64_t w = i ? B.before[i - 1] : 0;
+            for (size_t j = i ? B.uoff[i - 1] : 0; i && j < B.uoff[i]; j++)
+                if (!remat_u64_add(w, sh->unit_numel[B.units[j]], &w))
+                    w = UINT64_MAX;
+            B.before[i] = w;
+        }
         /* Gradient writers per param, from the schedule itself. */
         for (size_t i = 0; i < n; i++) {
             if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
@@ -488,7 +528,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
             int keep_next = nx < n && phase(in->ins[nx]) == phase(I);
             for (size_t j = B.uoff[i]; j < B.uoff[i + 1] && st == REMAT_OK; j++) {
                 uint32_t u = B.units[j];
-                if (keep_next && unit_in(&B, nx, u))
+                if ((keep_next && unit_in(&B, nx, u)) || (reuse && reused_soon(&B, i, j)))
                     continue;
                 B.gathered[u] = 0;
                 B.available -= sh->unit_numel[u];
@@ -531,6 +571,9 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
         }
     remat__free(B.uoff);
     remat__free(B.units);
+    remat__free(B.next_use);
+    remat__free(B.before);
+    remat__free(seen_at);
     remat__free(B.gathered);
     remat__free(left);
     remat__free(bucket_left);
