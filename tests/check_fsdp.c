@@ -17,6 +17,7 @@
 #include "remat/gen.h"
 #include "remat/ledger.h"
 #include "remat/trace.h"
+#include "util/util_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -528,6 +529,88 @@ START_TEST(fsdp_should_take_units_from_modules)
 }
 END_TEST
 
+/* One FSDP job and one ZeRO 3 job with units by module and a reuse
+ * distance: loaded, analysed, sharded, the collectives inserted, replayed
+ * and traced. Returns the peaks and volumes summed (to compare runs). */
+static remat_status oom_job(uint64_t *figure, remat_err *err)
+{
+    *figure = 0;
+    remat_graph *g = NULL;
+    remat_analysis *a = NULL;
+    remat_status st = remat_graph_load_json(UNITS3, strlen(UNITS3), "units3.json", &g, err);
+    if (st == REMAT_OK)
+        st = remat_analyze(g, &a, err);
+    for (int k = 0; k < 2 && st == REMAT_OK; k++) {
+        remat_shard_config sc;
+        fsdp_config(&sc, k ? REMAT_FSDP_OFF : REMAT_FSDP_FULL_SHARD, 4);
+        sc.backward_prefetch = REMAT_FSDP_BACKWARD_PRE;
+        sc.max_reuse_elements = k ? 30 : 0;
+        const char *list[2] = {"blocks.0", "blocks.1"};
+        if (k) {
+            sc.wrap_depth = 0;
+            sc.unit_prefixes = list;
+            sc.n_unit_prefixes = 2;
+        }
+        remat_sharding sh;
+        if ((st = remat_sharding_init(a, &sc, &sh, err)) != REMAT_OK) {
+            remat_sharding_destroy(&sh);
+            break;
+        }
+        remat_exec_extras x = {0};
+        x.sharding = &sh;
+        remat_schedule s, full;
+        remat_schedule_init(&s);
+        remat_schedule_init(&full);
+        remat_replay_result r;
+        memset(&r, 0, sizeof r);
+        st = remat_schedule_store_all(a, &s, err);
+        if (st == REMAT_OK)
+            st = remat_schedule_shard(&sh, &s, &full, err);
+        if (st == REMAT_OK && (st = remat_replay(a, &full, &x, NULL, &r, err)) == REMAT_OK) {
+            ck_assert(r.valid);
+            *figure += r.peak_bytes + r.comm_elements;
+        }
+        remat_trace *t = NULL;
+        if (st == REMAT_OK && (st = remat_trace_build(a, &full, &x, &t, err)) == REMAT_OK)
+            *figure += t->n_intervals;
+        remat_trace_destroy(t);
+        remat_replay_result_destroy(&r);
+        remat_schedule_destroy(&full);
+        remat_schedule_destroy(&s);
+        remat_sharding_destroy(&sh);
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    return st;
+}
+
+/* Out of memory at every allocation of those jobs: a clean REMAT_ENOMEM
+ * saying so, or the undisturbed figures (check_oom.c's contract). */
+START_TEST(fsdp_should_fail_cleanly_out_of_memory)
+{
+    remat_err err;
+    remat_err_init(&err);
+    uint64_t clean, got;
+    remat__alloc_fail_at(0);
+    ck_assert_int_eq(oom_job(&clean, &err), REMAT_OK);
+    uint64_t total = remat__alloc_fail_at(0);
+    ck_assert_uint_gt(total, 20);
+    for (uint64_t n = 1; n <= total; n++) {
+        remat_err_init(&err);
+        remat__alloc_fail_at(n);
+        remat_status st = oom_job(&got, &err);
+        remat__alloc_fail_at(0);
+        if (st == REMAT_ENOMEM) {
+            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "allocation %llu: '%s'", (unsigned long long)n,
+                          err.msg);
+            continue;
+        }
+        ck_assert_msg(st == REMAT_OK, "allocation %llu: %s", (unsigned long long)n, err.msg);
+        ck_assert_uint_eq(got, clean);
+    }
+}
+END_TEST
+
 Suite *fsdp_suite(void)
 {
     Suite *s = suite_create("fsdp");
@@ -538,6 +621,7 @@ Suite *fsdp_suite(void)
     tcase_add_test(tc, fsdp_should_equal_zero3_on_flat_params_and_ddp_unsharded);
     tcase_add_test(tc, fsdp_should_match_the_ledger_on_a_transformer);
     tcase_add_test(tc, fsdp_should_take_units_from_modules);
+    tcase_add_test(tc, fsdp_should_fail_cleanly_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }
