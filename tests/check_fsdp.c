@@ -443,6 +443,39 @@ START_TEST(fsdp_should_match_the_ledger_on_a_transformer)
             remat_schedule_destroy(&s);
             remat_sharding_destroy(&sh);
         }
+    /* Recomputation releases units in another order than it gathers them;
+     * the limiter reclaims by release order, and the trace must follow it
+     * (its intervals add up to the replay's marks at every step, or
+     * remat_trace_build fails). Keep one activation in k, k = 2..4, under
+     * each prefetch. */
+    for (uint32_t k = 2; k <= 4; k++)
+        for (int pf = 0; pf < 3; pf++) {
+            uint8_t *keep = remat__calloc(g->n_tensors, 1);
+            ck_assert_ptr_nonnull(keep);
+            for (uint32_t t = 0; t < g->n_tensors; t++)
+                keep[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION ? t % k == 0 : 1;
+            remat_shard_config sc;
+            remat_shard_config_init(&sc, 3, 8);
+            sc.fsdp = REMAT_FSDP_FULL_SHARD;
+            sc.limit_all_gathers = 1;
+            sc.backward_prefetch = (remat_fsdp_prefetch)pf;
+            remat_sharding sh;
+            ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+            remat_exec_extras x = {0};
+            x.sharding = &sh;
+            remat_schedule s, full;
+            build_keep(a, keep, &s);
+            remat_schedule_init(&full);
+            ck_assert_int_eq(remat_schedule_shard(&sh, &s, &full, &err), REMAT_OK);
+            remat_trace *t = NULL;
+            ck_assert_msg(remat_trace_build(a, &full, &x, &t, &err) == REMAT_OK, "keep 1 in %u, prefetch %d: %s", k, pf,
+                          err.msg);
+            remat_trace_destroy(t);
+            remat_schedule_destroy(&full);
+            remat_schedule_destroy(&s);
+            remat_sharding_destroy(&sh);
+            remat__free(keep);
+        }
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
 }

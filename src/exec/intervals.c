@@ -137,11 +137,15 @@ static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_ca
             /* FSDP's rate limiter reclaims the oldest held buffer before
              * the all-gather's step opens (replay_shard.c reclaim), so the
              * step's mark does not count it. */
+            size_t best = SIZE_MAX;
             for (j = 0; j < R->out->n; j++)
-                if (R->out->iv[j].held && R->out->iv[j].end == UINT64_MAX)
-                    break;
-            if (j == R->out->n)
-                return fail(R, REMAT_EINTERNAL, index, "a reclaim without a held buffer");
+                if (R->out->iv[j].held && R->out->iv[j].end == UINT64_MAX &&
+                    (best == SIZE_MAX || R->out->iv[j].held_at < R->out->iv[best].held_at))
+                    best = j;
+            if (best == SIZE_MAX || R->out->iv[best].bytes != bytes)
+                return fail(R, REMAT_EINTERNAL, index, "a reclaim without a held buffer of %llu B",
+                            (unsigned long long)bytes);
+            j = best;
             k = (uint32_t)j;
             if (close_interval(R, k, index))
                 return 1;
@@ -193,8 +197,10 @@ static int on_step(void *ctx, size_t index, remat_instr in, uint64_t live_after,
             if (o->iv[j].category == REMAT_CAT_GATHERED_PARAMS && o->iv[j].end == UINT64_MAX && !o->iv[j].held &&
                 o->iv[j].op == in.arg)
                 break;
-        if (j != SIZE_MAX)
+        if (j != SIZE_MAX) {
             o->iv[j].held = 1;
+            o->iv[j].held_at = index;
+        }
     }
     /* The open intervals, and what the step released before this call (a
      * FREE's mark is taken before its release), are its mark; what the
