@@ -255,10 +255,12 @@ int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L)
     if (cfg->adafactor_beta1 && cfg->optimizer != REMAT_LEDGER_ADAFACTOR)
         return remat_cli_usage_error(cmd, "--adafactor-beta1 applies to --optimizer adafactor only (not %s)",
                                      remat_ledger_optimizer_name(cfg->optimizer));
-    if ((L->have_prefetch || L->have_max_live || L->have_persist) && cfg->zero_stage != 3)
+    int reuse = flag(L, REMAT_LOPT_STAGE3_MAX_REUSE);
+    if ((L->have_prefetch || L->have_max_live || L->have_persist || reuse) && cfg->zero_stage != 3)
         return remat_cli_usage_error(cmd, "%s applies to --zero 3 only (not --zero %u)",
                                      L->have_prefetch    ? "--stage3-prefetch"
                                      : L->have_max_live ? "--stage3-max-live"
+                                     : reuse            ? "--stage3-max-reuse"
                                                         : "--stage3-persistence",
                                      cfg->zero_stage);
     return REMAT_EXIT_OK;
@@ -349,6 +351,14 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
         if (L->ds_path)
             return remat_cli_usage_error(cmd, "--shard fsdp and --deepspeed-config: a DeepSpeed config describes "
                                               "DeepSpeed's engine, not FSDP");
+        /* (The stage 3 knobs are refused before this: they need --zero 3.) */
+        static const int ds_only[] = {REMAT_LOPT_OFFLOAD_OPTIMIZER, REMAT_LOPT_SUB_GROUP};
+        static const char *const ds_names[] = {"--offload-optimizer", "--sub-group-size"};
+        for (size_t i = 0; i < sizeof ds_only / sizeof ds_only[0]; i++)
+            if (flag(L, ds_only[i]))
+                return remat_cli_usage_error(cmd, "%s is DeepSpeed's; FSDP's gathers are set by --fsdp-strategy and "
+                                                  "the --fsdp-*-prefetch options",
+                                             ds_names[i]);
         if (sc.fsdp == REMAT_FSDP_OFF)
             sc.fsdp = REMAT_FSDP_FULL_SHARD; /* FullyShardedDataParallel's default sharding_strategy */
     } else {

@@ -52,3 +52,7 @@ expect fsdp_not_ledger 2 "the --fsdp-* options apply to plan, replay, compare, t
 printf '{"format": "remat-graph", "version": 1, "inputs": [{"id": "x", "bytes": 4}], "ops": [{"id": "a", "op": "relu", "inputs": ["x"], "bytes": 4, "flops": 1, "attrs": {"module": 3}}], "outputs": ["a"]}' >"$T/badmod.json"
 expect fsdp_module_type 3 "ops[0].attrs.module: must be a string" -- \
     "$REMAT" replay "$T/badmod.json"
+expect fsdp_ds_knob 2 "--stage3-max-reuse applies to --zero 3 only (not --zero 0)" -- \
+    "$REMAT" replay "$FS" --dp 4 --shard fsdp --stage3-max-reuse 10 $FO
+expect fsdp_ds_sub_group 2 "--sub-group-size is DeepSpeed's" -- \
+    "$REMAT" replay "$FS" --dp 4 --shard fsdp --sub-group-size 10 $FO
