@@ -53,8 +53,9 @@ static remat_status count_comm(replay *R, uint64_t elements)
  * fully_sharded_data_parallel.py _FreeEventQueue, 2 in flight): before an
  * all-gather, with two or more frees queued, the CPU synchronizes on the
  * oldest, so that buffer is reusable; the newer ones may still be held.
- * Between two all-gathers each unit is released at most once (a release
- * needs a gather), so the queue holds at most units + 2 entries. */
+ * The queue holds at most units + 1 entries: after the last all-gather
+ * that found fewer than two, every all-gather pops one, and the releases
+ * since are at most the units gathered then plus the all-gathers since. */
 static remat_status reclaim(replay *R)
 {
     const remat_sharding *sh = R->extras.sharding;
@@ -142,8 +143,10 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
              * CPU thread running ahead does not wait for: the bytes stay
              * until the rate limiter synchronizes on the free (reclaim), or
              * without it to the end of the step. */
-            R->held[(R->held_head + R->held_n) % (R->g->n_ops + 2u)] = u;
-            R->held_n++; /* at most units + 2: see reclaim */
+            if (sh->cfg.limit_all_gathers) {
+                R->held[(R->held_head + R->held_n) % (R->g->n_ops + 2u)] = u;
+                R->held_n++; /* at most units + 1: see reclaim */
+            }
             return remat__replay_step_end(R, in, R->total);
         }
         remat__replay_free_bytes(R, REMAT_CAT_GATHERED_PARAMS, bytes);
