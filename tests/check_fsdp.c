@@ -149,6 +149,10 @@ static void run(const remat_analysis *a, const remat_shard_config *sc, const uin
  * 56. BACKWARD_POST: after RL c ([b c]) the prefetch of b reclaims the old
  * b: 40; after RL b ([c b]) the prefetch of a1 reclaims c: 40. Peak 40.
  *
+ * The reduce-scatter of a unit of E elements also holds, while it runs,
+ * the whole gradient padded to N chunks and the new shard: ceil(E/N) x
+ * (N + 1) elements (the post-backward hook's F.pad and zeros_like).
+ *
  * SHARD_GRAD_OP: 16, 40, 56 in forward and nothing freed until each
  * post-backward hook; no all-gather follows, so nothing is reclaimed:
  * 56 B = the whole model gathered. Communication 2 Psi = 42. */
@@ -173,6 +177,10 @@ START_TEST(fsdp_should_gather_as_worked_by_hand)
     ck_assert_uint_eq(r.category_peak[REMAT_CAT_GATHERED_PARAMS], 40);
     ck_assert_uint_eq(r.comm_elements, 58);
     ck_assert_uint_eq(r.comm_bytes, 116);
+    /* Each REDUCE_SCATTER's transients, the padded whole gradient and the
+     * new shard, ceil(E/4) x 5 elements: c 10 x 2 = 20 B, b 3 x 5 x 2 =
+     * 30 B, a1 20 B; the graph has no other workspace. */
+    ck_assert_uint_eq(r.category_peak[REMAT_CAT_WORKSPACE], 30);
     remat_replay_result_destroy(&r);
 
     sc.limit_all_gathers = 0;

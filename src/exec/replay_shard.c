@@ -174,6 +174,17 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
         if (sh->bucket_of[t] == b && (R->pending[t] > 0 || !R->grad[t]))
             return remat__replay_invalid(R, in, "gradient of param '%s' in bucket %u is incomplete", g->tensors[t].id, b);
     remat__replay_step_begin(R);
+    /* FSDP's post-backward hook pads the whole flat gradient into a new
+     * tensor (F.pad to N chunks) and reduce-scatters it into a new shard
+     * (torch.zeros_like(chunks[0])) before adding that to the resident
+     * one: both live while it runs. */
+    if (sh->cfg.fsdp != REMAT_FSDP_OFF && stage == 3) {
+        uint64_t dp = sh->cfg.dp, c = sh->bucket_elements[b] / dp + (sh->bucket_elements[b] % dp != 0), tb;
+        if (!remat_u64_mul(c, dp + 1, &tb) || !remat_u64_mul(tb, eb, &tb))
+            return remat__replay_overflow(R);
+        if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, tb) != REMAT_OK)
+            return R->err->code;
+    }
     int first = stage >= 2 && !R->partition;
     if (first && remat__replay_step_add(R, REMAT_CAT_PARAM_GRADS, sh->grad_partition_bytes) != REMAT_OK)
         return R->err->code;

@@ -21,7 +21,7 @@ expect fsdp_no_shard 0 "FSDP NO_SHARD over 4 ranks; 3 units, each one flat param
     "$REMAT" replay "$FS" --dp 4 --shard fsdp --fsdp-strategy none --fsdp-wrap depth:2 $FO
 expect fsdp_ranks 0 "elements owned: 7 7 6 1" -- \
     "$REMAT" replay "$FS" --dp 4 --shard fsdp --fsdp-wrap depth:2 $FO
-expect fsdp_plan 0 "peak        372 B" -- \
+expect fsdp_plan 0 "budget (total) 420 B: met" -- \
     "$REMAT" plan "$FS" --dp 4 --shard fsdp --fsdp-wrap depth:2 --fsdp-limit-all-gathers $FO --budget 420
 expect fsdp_trace 0 ",gathered_params,24," -- \
     sh -c "\"\$0\" trace $FS --dp 4 --shard fsdp --fsdp-wrap depth:2 --fsdp-limit-all-gathers --fsdp-backward-prefetch pre $FO --format csv -o $T/fsdp.csv && cat $T/fsdp.csv" "$REMAT"
