@@ -5,9 +5,10 @@
  * On random graphs of the executor oracle's generator (views, multi-output
  * ops, workspaces, explicit saves, ops that cannot be recomputed, frozen
  * params), on generated layered DAGs, transformers, ResNets and chains, and
- * on bundled graphs, with and without resident extras: a random keep set's
- * schedule becomes the base, then random flips of one to three activations
- * (as auto's local search makes them), and mutated schedules (an
+ * on bundled graphs (unet-b2 with its cats' gradient views), with and without
+ * resident extras: a random keep set's schedule becomes the base, then
+ * random flips of one to three activations (as auto's local search makes
+ * them), and mutated schedules (an
  * instruction dropped, two swapped, one duplicated) that the replay may
  * reject. Each candidate's validity, peak, activation peak and extra FLOPs
  * from the delta replay must equal remat_replay's; some flips become the
@@ -291,7 +292,7 @@ START_TEST(delta_should_equal_the_full_replay_and_save_work_on_generated_familie
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
     }
-    static const char *const bundled[] = {"unet3", "resnet8", "transformer4", "gpt4-b4"};
+    static const char *const bundled[] = {"unet3", "resnet8", "transformer4", "gpt4-b4", "unet-b2"};
     for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
