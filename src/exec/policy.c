@@ -66,58 +66,106 @@ struct remat__policy {
     size_t cand_at, base_at;
     size_t *cpos_start, *cpos_main;
     uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
+    /* What prepare needs that no keep set changes: the activations in
+     * reverse forward order of their producers (need_end's order), each
+     * one's forward free step, and for each the outputs of its recomputable
+     * consumers (CSR over acts' positions). */
+    uint32_t n_acts;
+    uint32_t *acts, *fwd_free, *dep_off, *dep;
+    uint8_t *forced;     /* activation whose producer cannot be recomputed: always kept */
 };
 
-static void compute_need_end(const remat_analysis *a, const uint8_t *ekeep, uint32_t *need_end)
+/* The keep-independent tables of prepare (see the struct), in need_end's
+ * order: ops against forward order, each op's outputs in order, so that
+ * every tensor's need comes after those of the tensors recomputed from it. */
+static remat_status tables(remat__policy *P)
 {
+    const remat_analysis *a = P->a;
     const remat_graph *g = a->g;
+    uint32_t n = 0;
+    uint64_t n_dep = 0;
     for (uint32_t i = g->n_ops; i-- > 0;) {
         const remat_op *op = &g->ops[a->order[i]];
         const uint32_t *out = remat_op_outputs(g, op);
         for (uint32_t j = 0; j < op->n_out; j++) {
-            uint32_t t = out[j], ne = a->life[t].last_bwd_use;
+            uint32_t t = out[j];
+            n++;
+            for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++)
+                if (g->ops[a->cons[c]].recomputable)
+                    n_dep += g->ops[a->cons[c]].n_out;
+        }
+    }
+    if (n_dep > UINT32_MAX)
+        return REMAT_ENOMEM;
+    P->n_acts = n;
+    P->acts = remat__array(n ? n : 1, sizeof *P->acts);
+    P->dep_off = remat__array((size_t)n + 1, sizeof *P->dep_off);
+    P->dep = remat__array(n_dep ? n_dep : 1, sizeof *P->dep);
+    P->fwd_free = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *P->fwd_free);
+    P->forced = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced)
+        return REMAT_ENOMEM;
+    uint32_t k = 0, d = 0;
+    for (uint32_t i = g->n_ops; i-- > 0;) {
+        const remat_op *op = &g->ops[a->order[i]];
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t j = 0; j < op->n_out; j++) {
+            uint32_t t = out[j];
+            P->acts[k] = t;
+            P->dep_off[k] = d;
             for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
                 const remat_op *cop = &g->ops[a->cons[c]];
                 if (!cop->recomputable)
                     continue;
                 const uint32_t *cout = remat_op_outputs(g, cop);
                 for (uint32_t m = 0; m < cop->n_out; m++)
-                    if (!ekeep[cout[m]])
-                        ne = remat__later_step(ne, need_end[cout[m]]);
+                    P->dep[d++] = cout[m];
             }
-            need_end[t] = ne;
+            k++;
         }
     }
+    P->dep_off[k] = d;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        if (T->kind != REMAT_TENSOR_ACTIVATION)
+            continue;
+        P->fwd_free[t] = a->is_output[t] ? g->n_ops - 1 : remat__later_step(a->life[t].birth, a->life[t].last_fwd_use);
+        P->forced[t] = !g->ops[T->producer].recomputable;
+    }
+    return REMAT_OK;
 }
 
-/* The step after which the policy frees activation t. */
-static uint32_t free_step(const remat_analysis *a, const uint8_t *ekeep, const uint32_t *need_end, uint32_t t)
-{
-    if (ekeep[t] && need_end[t] != REMAT_NONE)
-        return need_end[t];
-    return a->is_output[t] ? a->g->n_ops - 1 : remat__later_step(a->life[t].birth, a->life[t].last_fwd_use);
-}
-
-/* keep's free steps, pins and buckets. */
+/* keep's free steps, pins and buckets. need_end (a kept tensor stays until
+ * its last backward need): the later of its last backward use and the need
+ * of each tensor recomputed from it (the outputs of its recomputable
+ * consumers that are not kept). */
 static void prepare(remat__policy *P, const uint8_t *keep)
 {
     const remat_analysis *a = P->a;
     const remat_graph *g = a->g;
     P->last_ok = 0; /* fstep and fpin are about to change */
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        const remat_tensor *T = &g->tensors[t];
-        P->ekeep[t] = T->kind == REMAT_TENSOR_ACTIVATION && (!keep || keep[t] || !g->ops[T->producer].recomputable);
+    for (uint32_t k = 0; k < P->n_acts; k++) {
+        uint32_t t = P->acts[k];
+        P->ekeep[t] = !keep || keep[t] || P->forced[t];
     }
-    compute_need_end(a, P->ekeep, P->need_end);
-    /* Bucket every activation by the step after which it is freed. */
+    for (uint32_t k = 0; k < P->n_acts; k++) {
+        uint32_t t = P->acts[k], ne = a->life[t].last_bwd_use;
+        for (uint32_t d = P->dep_off[k]; d < P->dep_off[k + 1]; d++)
+            if (!P->ekeep[P->dep[d]])
+                ne = remat__later_step(ne, P->need_end[P->dep[d]]);
+        P->need_end[t] = ne;
+    }
+    /* Bucket every activation by the step after which it is freed (the
+     * lists in tensor id order, as the builder frees them). */
     memset(P->off, 0, ((size_t)a->n_steps + 1) * sizeof *P->off);
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         P->fstep[t] = UINT32_MAX;
         P->fpin[t] = 0;
         if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
             continue;
-        P->fstep[t] = free_step(a, P->ekeep, P->need_end, t);
-        P->fpin[t] = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
+        const int pin = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
+        P->fstep[t] = pin ? P->need_end[t] : P->fwd_free[t];
+        P->fpin[t] = (uint8_t)pin;
         P->off[P->fstep[t] + 1]++;
     }
     for (uint32_t s = 0; s < a->n_steps; s++)
@@ -194,6 +242,11 @@ static void free_arrays(remat__policy *P)
     remat__free(P->cpos_start);
     remat__free(P->cpos_main);
     remat__free(P->dmark);
+    remat__free(P->acts);
+    remat__free(P->fwd_free);
+    remat__free(P->dep_off);
+    remat__free(P->dep);
+    remat__free(P->forced);
 }
 
 remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)
@@ -213,6 +266,10 @@ remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, 
     P->fstep = remat__array(nt, sizeof *P->fstep);
     P->fpin = remat__calloc(nt, 1);
     if (!P->ekeep || !P->need_end || !P->off || !P->list || !P->fstep || !P->fpin) {
+        remat__policy_destroy(P);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    }
+    if (tables(P) != REMAT_OK) {
         remat__policy_destroy(P);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
     }

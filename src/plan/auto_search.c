@@ -14,6 +14,14 @@
  * schedule's build counting a third of its length) stops the search where
  * auto's shared budget says, so the search, and auto, depend on the graph
  * and the budget only.
+ *
+ * A flip's schedule is built by the incremental policy (src/exec/policy.c)
+ * as an edit of the current plan's, and a kept flip's schedule becomes the
+ * base of both the policy and the delta replay without being built or
+ * replayed from the start; all the searches of one auto run share them
+ * (search_ctx), so a ladder point starts from the last point's base. Each of
+ * these gives what the whole computation gives and counts the work of the
+ * whole computation, so none of them changes a plan.
  */
 #include "auto_internal.h"
 #include "../exec/replay_cursor.h"

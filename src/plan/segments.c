@@ -188,6 +188,8 @@ typedef struct {
     uint32_t best_cuts, best_tag; /* tag: the caller's label of the cut choice */
     uint64_t best_thr;
     uint32_t evaluated;
+    remat__policy *pol; /* the default policy, each keep set built as an edit of the last one's schedule */
+    int pol_base;       /* pol has a base */
 } search;
 
 static remat_status search_init(search *s, remat_planner *P, const cut_set *c)
@@ -202,11 +204,17 @@ static remat_status search_init(search *s, remat_planner *P, const cut_set *c)
     s->pre = remat__array((size_t)g->n_ops + 1, sizeof *s->pre);
     if (!s->keep || !s->best_keep || !s->pre)
         return remat_err_set(P->err, REMAT_ENOMEM, "out of memory planning");
+    remat_err local;
+    remat_err_init(&local);
+    remat_status st = remat__policy_create(P->a, &s->pol, &local);
+    if (st != REMAT_OK)
+        return remat_err_set(P->err, st, "%s", local.msg);
     return REMAT_OK;
 }
 
 static void search_destroy(search *s)
 {
+    remat__policy_destroy(s->pol);
     remat__free(s->keep);
     remat__free(s->best_keep);
     remat__free(s->pre);
@@ -225,17 +233,24 @@ static remat_status judge_keep(search *s, remat_eval *e, int *worse)
 {
     remat_planner *P = s->P;
     *worse = 0;
-    if (P->o->budget_kind == REMAT_BUDGET_NONE || !s->have || !remat__fits(P, &s->best))
-        return remat__eval_keep(P, s->keep, e);
     remat_err local;
     remat_err_init(&local);
     memset(e, 0, sizeof *e);
-    remat_schedule_clear(&P->scratch);
-    remat_status st = remat_schedule_from_keep(P->a, s->keep, &P->scratch, &local);
+    /* The schedule remat__eval_keep would build (the policy's builds are
+     * the whole build's), as an edit of the last keep set's: consecutive
+     * thresholds move a few cuts. */
+    remat_status st = s->pol_base ? remat__policy_build(s->pol, s->keep, &P->scratch, &local)
+                                  : remat__policy_base(s->pol, s->keep, &P->scratch, &local);
+    if (st == REMAT_OK && s->pol_base)
+        st = remat__policy_adopt(s->pol, &P->scratch, &local);
+    if (st == REMAT_OK)
+        s->pol_base = 1;
     if (st == REMAT_EINFEASIBLE)
         return REMAT_OK; /* e->valid = 0, as remat__eval_keep gives */
     if (st != REMAT_OK)
         return remat_err_set(P->err, st, "%s", local.msg);
+    if (P->o->budget_kind == REMAT_BUDGET_NONE || !s->have || !remat__fits(P, &s->best))
+        return remat__eval_schedule(P, &P->scratch, e);
     if (remat__schedule_extra_flops(P->a->g, &P->scratch) > s->best.extra_flops) {
         *worse = 1;
         return REMAT_OK;
