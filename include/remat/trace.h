@@ -127,6 +127,7 @@
 #define REMAT_TRACE_H
 
 #include "remat/exec.h"
+#include "remat/pipeline.h"
 #include "remat/plan.h"
 #include "remat/report.h"
 
@@ -165,6 +166,8 @@ typedef struct remat_trace_interval {
     uint64_t bytes;
     size_t alloc;       /* step at which it appears */
     size_t free;        /* step after which it is released; REMAT_TRACE_END */
+    uint8_t early;      /* 1: released as step `free` begins, before its mark (a held FSDP buffer that the
+                         * rate limiter reclaims before an all-gather): live after free - 1, not during free */
     size_t use_off;     /* uses: t->uses[use_off .. use_off + n_uses), by step */
     uint32_t n_uses;
 } remat_trace_interval;
@@ -239,6 +242,14 @@ char *remat_trace_json(const remat_trace *t, const remat_trace_options *o, size_
 char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 char *remat_trace_csv(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 char *remat_trace_svg(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
+
+/* A timed pipeline (remat_pp_plan with a device) as a Chrome trace: a
+ * process per device, tid 0 its compute stream (an X event per forward and
+ * backward, named "F mb M stage V" / "B ..."), tid 1 its activation sends
+ * to the next stage, tid 2 its gradient sends to the previous one; ts and
+ * dur in microseconds with three decimals. REMAT_EINVAL for an untimed
+ * result, REMAT_ENOMEM. O(events + sends). */
+char *remat_pp_trace_chrome(const remat_pp_result *r, size_t *len, remat_err *err);
 
 /* The formats as data: a writer per format behind one call. */
 typedef enum {
