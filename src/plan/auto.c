@@ -37,6 +37,7 @@
  * the bound, or else exact, handed the best plan so far and the bound.
  */
 #include "auto_internal.h"
+#include "exact_internal.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -125,7 +126,8 @@ typedef struct {
     uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
     int lb_infeasible; /* ... or: no schedule of the class fits */
     char exact_note[128]; /* exact's verdict when it ran */
-    int class_optimal;    /* the class search ran: lb is the class optimum */
+    int class_optimal;    /* the class search finished: lb is the class optimum */
+    uint64_t class_expansions; /* the class search's work */
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -429,16 +431,36 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
     return REMAT_OK;
 }
 
-/* On graphs small enough, the shortest-path search over the whole class
- * (class_search.c): its schedule is a candidate, and once the replay
- * confirms its figures, its optimum is the certificate's bound. */
+/* The best-first search of the fixed-order class (class_search.c), from
+ * the best plan so far as its incumbent: it either finds a cheaper
+ * schedule, which becomes a candidate and, once the replay confirms its
+ * figures, the optimum and the certificate's bound; or proves that nothing
+ * of the class is cheaper than the incumbent (the bound is the incumbent's
+ * cost); or stops at its work limit with a proven bound of its own, which
+ * raises bound.c's. Bounded by work (CLASS_IN_AUTO_EXPANSIONS: about
+ * 0.1-0.2 s on the project's machine), so the plan depends on the graph
+ * and the budget only; a --time-limit the user gives lets it run that long
+ * instead (make bench BENCH=peers does). */
+#define CLASS_IN_AUTO_EXPANSIONS 20000u
+#define CLASS_IN_AUTO_STATES 4000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
+    if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops == 0) /* store-all fits */
+        return REMAT_OK;
     remat_plan cand;
     remat_plan_init(&cand);
-    uint64_t opt = 0;
+    uint64_t opt = 0, lb = 0;
     int ran = 0;
-    remat_status st = remat__class_search(S->P, &cand.schedule, &opt, &ran);
+    remat_class_limits lim = {0, CLASS_IN_AUTO_EXPANSIONS, CLASS_IN_AUTO_STATES, 0, 0};
+    if (S->have && remat__fits(S->P, &S->best))
+        lim.ub = S->best.extra_flops;
+    if (S->P->o->time_limit > 0) {
+        /* Half of it: exact may follow with the whole limit of its own. */
+        lim.expansions = UINT64_MAX;
+        lim.deadline = remat__exact_now() + 0.5 * S->P->o->time_limit;
+    }
+    remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);
+    S->class_expansions = lim.expanded;
     if (st == REMAT_OK && ran && opt != UINT64_MAX && cand.schedule.n > 0) {
         remat_eval e;
         st = remat__eval_schedule(S->P, &cand.schedule, &e);
@@ -452,6 +474,14 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
                 offer(S, &cand, &e, "class-search", 0, 0);
             }
         }
+    } else if (st == REMAT_OK && ran && opt == UINT64_MAX && lim.ub && lb == lim.ub) {
+        /* Nothing of the class below the incumbent: it is optimal. */
+        note_tried(S, "class-search");
+        if (lb > S->lb)
+            S->lb = lb;
+        S->class_optimal = 1;
+    } else if (st == REMAT_OK && !ran && lb != UINT64_MAX && lb > S->lb) {
+        S->lb = lb;
     }
     remat_plan_destroy(&cand);
     return st;
@@ -484,9 +514,13 @@ static remat_status run_exact(auto_state *S, remat_planner *Q)
     /* The incumbent meets the bound: optimal, nothing to prove. */
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
         return REMAT_OK;
-    Q->exact_nodes = EXACT_IN_AUTO_NODES;
-    Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
-    Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
+    /* A --time-limit the user gives replaces the work limit (issue 20's
+     * moonshot: make bench BENCH=peers gives one). */
+    if (o->time_limit <= 0) {
+        Q->exact_nodes = EXACT_IN_AUTO_NODES;
+        Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
+        Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
+    }
     remat_plan cand;
     remat_plan_init(&cand);
     remat_eval e;
