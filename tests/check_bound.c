@@ -113,7 +113,7 @@ static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uin
     P.err = &err;
     remat_schedule s;
     remat_schedule_init(&s);
-    remat_class_limits lim = {ub, expansions, 200000, 0, 0};
+    remat_class_limits lim = {ub, expansions, 200000, 0, 0, 0};
     uint64_t lb = 0;
     ck_assert_msg(remat__class_search_within(&P, &lim, &s, opt, &lb, ran) == REMAT_OK, "%s", err.msg);
     ck_assert(!expansions || lim.expanded <= expansions + 4 * (a->g->n_ops + a->n_bwd) + 600);

@@ -437,11 +437,11 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * figures, the optimum and the certificate's bound; or proves that nothing
  * of the class is cheaper than the incumbent (the bound is the incumbent's
  * cost); or stops at its work limit with a proven bound of its own, which
- * raises bound.c's. Bounded by work (CLASS_IN_AUTO_EXPANSIONS: about
- * 0.1-0.2 s on the project's machine), so the plan depends on the graph
+ * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
+ * about 0.1 s on the project's machine), so the plan depends on the graph
  * and the budget only; a --time-limit the user gives lets it run that long
  * instead (make bench BENCH=peers does). */
-#define CLASS_IN_AUTO_EXPANSIONS 20000u
+#define CLASS_IN_AUTO_WORK 6000000u
 #define CLASS_IN_AUTO_STATES 4000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
@@ -451,12 +451,12 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
     remat_plan_init(&cand);
     uint64_t opt = 0, lb = 0;
     int ran = 0;
-    remat_class_limits lim = {0, CLASS_IN_AUTO_EXPANSIONS, CLASS_IN_AUTO_STATES, 0, 0};
+    remat_class_limits lim = {0, UINT64_MAX, CLASS_IN_AUTO_STATES, 0, 0, CLASS_IN_AUTO_WORK};
     if (S->have && remat__fits(S->P, &S->best))
         lim.ub = S->best.extra_flops;
     if (S->P->o->time_limit > 0) {
         /* Half of it: exact may follow with the whole limit of its own. */
-        lim.expansions = UINT64_MAX;
+        lim.work = 0;
         lim.deadline = remat__exact_now() + 0.5 * S->P->o->time_limit;
     }
     remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);

@@ -148,6 +148,8 @@ typedef struct {
 typedef struct {
     uint32_t step, off, n;
     uint64_t excess; /* over the budget with every listed storage resident */
+    uint64_t most;   /* the step's charge with nothing missing: no state's is higher */
+    uint64_t roots;  /* the listed storages' root bits */
 } pstep;
 
 typedef struct {
@@ -161,6 +163,11 @@ typedef struct {
     uint32_t n_roots;
     uint64_t *root_mask;  /* per activation storage: its members */
     uint64_t *root_bytes;
+    uint32_t *root_bit;   /* per activation storage: its root's bit */
+    uint64_t root_bits;   /* every root's bit */
+    uint64_t *bit_bytes;  /* per bit: its bytes when it is a root */
+    uint64_t *bornmask;   /* per step: the bits produced before it */
+    int has_views;
     uint64_t *in_m, *out_m, *save_m; /* per op */
     uint64_t *alive;      /* per step: what a later step may need */
     uint64_t *needmask;   /* per step: produced before it and read directly at or after it */
@@ -176,6 +183,7 @@ typedef struct {
     uint32_t slot_mask;
     cheap heap;
     uint64_t ub;
+    uint64_t work; /* the estimate's steps and items visited, and 4 a state */
     /* Dives (file comment): the best successor seen, and the schedule of
      * the cheapest complete schedule found so far (own = 1). */
     int diving;
@@ -212,6 +220,7 @@ static uint64_t estimate(search *S, uint32_t p, uint64_t mask)
      * recomputed too. */
     uint64_t req = S->needmask[p] & ~mask, todo = req, h1 = 0, zero = 0;
     S->gen++;
+    S->work += 4;
     while (todo) {
         uint32_t k = S->prod[__builtin_ctzll(todo)];
         todo &= todo - 1;
@@ -226,28 +235,46 @@ static uint64_t estimate(search *S, uint32_t p, uint64_t mask)
         req |= more;
         todo |= more;
     }
+    /* Part 2: the storages that leave at no further cost, as root bits:
+     * produced before p and not resident, or made by an op part 1 pays. */
+    uint64_t res;
+    if (!S->has_views) {
+        res = mask;
+    } else {
+        res = 0;
+        for (uint32_t j = 0; j < S->n_roots; j++)
+            if (mask & S->root_mask[j])
+                res |= 1ull << S->root_bit[j];
+    }
+    const uint64_t free_r = ((S->bornmask[p] & ~res) | zero) & S->root_bits;
     uint64_t h2 = 0;
     for (uint32_t q = 0; q < S->n_ps; q++) {
         const pstep *s = &S->ps[q];
+        if (s->most <= h2)
+            break; /* by most, descending: no later step can raise h2 */
         if (s->step < p)
             continue;
-        const pitem *it = S->items + s->off;
         uint64_t rem = s->excess;
-        for (uint32_t i = 0; i < s->n && rem; i++)
-            if ((it[i].born < p && !(mask & it[i].smask)) || (zero >> it[i].bit & 1))
-                rem = rem > it[i].bytes ? rem - it[i].bytes : 0;
+        for (uint64_t m = free_r & s->roots; m && rem; m &= m - 1) {
+            uint64_t b = S->bit_bytes[__builtin_ctzll(m)];
+            rem = rem > b ? rem - b : 0;
+        }
+        const pitem *it = S->items + s->off;
         uint64_t c = 0;
-        for (uint32_t i = 0; i < s->n && rem; i++) {
-            if ((it[i].born < p && !(mask & it[i].smask)) || (zero >> it[i].bit & 1))
+        uint32_t i = 0;
+        for (; i < s->n && rem; i++) {
+            if (free_r >> it[i].bit & 1)
                 continue;
             if (it[i].bytes <= rem) {
                 rem -= it[i].bytes;
                 c += it[i].cost;
             } else {
-                c += (uint64_t)((u128)it[i].cost * rem / it[i].bytes);
+                c += it[i].cost <= UINT64_MAX / rem ? it[i].cost * rem / it[i].bytes
+                                                    : (uint64_t)((u128)it[i].cost * rem / it[i].bytes);
                 rem = 0;
             }
         }
+        S->work += 1 + i;
         if (rem)
             return INF;
         if (c > h2)
@@ -377,6 +404,9 @@ static remat_status prepare(search *S, int *usable)
     S->smask = remat__calloc(na ? na : 1, sizeof *S->smask);
     S->root_mask = remat__calloc(na ? na : 1, sizeof *S->root_mask);
     S->root_bytes = remat__calloc(na ? na : 1, sizeof *S->root_bytes);
+    S->root_bit = remat__calloc(na ? na : 1, sizeof *S->root_bit);
+    S->bit_bytes = remat__calloc(na ? na : 1, sizeof *S->bit_bytes);
+    S->bornmask = remat__calloc((size_t)T + 1, sizeof *S->bornmask);
     S->in_m = remat__calloc(n ? n : 1, sizeof *S->in_m);
     S->out_m = remat__calloc(n ? n : 1, sizeof *S->out_m);
     S->save_m = remat__calloc(n ? n : 1, sizeof *S->save_m);
@@ -393,7 +423,8 @@ static remat_status prepare(search *S, int *usable)
     uint32_t *born = remat__calloc(na ? na : 1, sizeof *born);
     uint64_t *own = remat__calloc(n ? n : 1, sizeof *own);
     remat_status st = REMAT_OK;
-    if (!S->bit || !S->act || !S->smask || !S->root_mask || !S->root_bytes || !S->in_m || !S->out_m || !S->save_m ||
+    if (!S->bit || !S->act || !S->smask || !S->root_mask || !S->root_bytes || !S->root_bit || !S->bit_bytes ||
+        !S->bornmask || !S->in_m || !S->out_m || !S->save_m ||
         !S->alive || !S->needmask || !S->pre || !S->hw || !S->prod || !S->stamp || !S->ps || !S->items || !need ||
         !lastread || !born || !own) {
         st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
@@ -413,8 +444,13 @@ static remat_status prepare(search *S, int *usable)
                 S->smask[i] |= 1ull << j;
         if (S->act[i] == r) {
             S->root_mask[S->n_roots] = S->smask[i];
+            S->root_bit[S->n_roots] = i;
+            S->root_bits |= 1ull << i;
+            S->bit_bytes[i] = g->tensors[r].bytes;
             S->root_bytes[S->n_roots++] = g->tensors[r].bytes;
         }
+        if (S->smask[i] != 1ull << i || S->act[i] != r)
+            S->has_views = 1;
     }
     for (uint32_t k = 0; k < n; k++) {
         const remat_op *op = &g->ops[k];
@@ -467,6 +503,8 @@ static remat_status prepare(search *S, int *usable)
                 S->alive[p] |= 1ull << i;
             if (born[i] < p && lastread[i] != REMAT_NONE && lastread[i] >= p)
                 S->needmask[p] |= 1ull << i;
+            if (born[i] < p)
+                S->bornmask[p] |= 1ull << i;
         }
     {
         remat_err local;
@@ -526,8 +564,28 @@ static remat_status prepare(search *S, int *usable)
             }
             it[j] = x;
         }
-        S->ps[S->n_ps++] = (pstep){s, off, cnt, total - S->budget};
+        uint64_t rem = total - S->budget, most = 0;
+        for (uint32_t i = 0; i < cnt && rem; i++) {
+            uint64_t b = it[i].bytes < rem ? it[i].bytes : rem;
+            most += b == it[i].bytes ? it[i].cost : (uint64_t)((u128)it[i].cost * b / it[i].bytes);
+            rem -= b;
+        }
+        uint64_t roots = 0;
+        for (uint32_t i = 0; i < cnt; i++)
+            roots |= 1ull << it[i].bit;
+        S->ps[S->n_ps++] = (pstep){s, off, cnt, total - S->budget, rem ? INF : most, roots};
         off += cnt;
+    }
+    /* The estimate visits the steps by their largest charge, descending,
+     * and stops at the first that cannot beat what it has. */
+    for (uint32_t i = 1; i < S->n_ps; i++) {
+        pstep x = S->ps[i];
+        uint32_t j = i;
+        while (j > 0 && S->ps[j - 1].most < x.most) {
+            S->ps[j] = S->ps[j - 1];
+            j--;
+        }
+        S->ps[j] = x;
     }
     *usable = 1;
 out:
@@ -545,6 +603,9 @@ static void release(search *S)
     remat__free(S->smask);
     remat__free(S->root_mask);
     remat__free(S->root_bytes);
+    remat__free(S->root_bit);
+    remat__free(S->bit_bytes);
+    remat__free(S->bornmask);
     remat__free(S->in_m);
     remat__free(S->out_m);
     remat__free(S->save_m);
@@ -748,6 +809,7 @@ remat_status remat__class_search_within(remat_planner *P, remat_class_limits *li
     if (S.n_act > CLASS_MAX_ACT)
         return REMAT_OK;
     const uint64_t max_exp = lim && lim->expansions ? lim->expansions : CLASS_DEFAULT_EXPANSIONS;
+    const uint64_t max_work = lim && lim->work ? lim->work : UINT64_MAX;
     S.max_nd = lim && lim->states ? lim->states : CLASS_DEFAULT_STATES;
     if (S.max_nd < 2)
         S.max_nd = 2;
@@ -798,12 +860,14 @@ remat_status remat__class_search_within(remat_planner *P, remat_class_limits *li
             cheap_pop(&S.heap);
             continue;
         }
-        if (expansions >= max_exp || (deadline > 0 && ++ticks % 256 == 0 && remat__exact_now() > deadline)) {
+        if (expansions >= max_exp || S.work >= max_work ||
+            (deadline > 0 && ++ticks % 256 == 0 && remat__exact_now() > deadline)) {
             stopped = 1; /* e stays on the frontier: its f is the least there */
             break;
         }
         cheap_pop(&S.heap);
         expansions++;
+        S.work += 8;
         last_f = e.f;
         const uint32_t u = e.node, p = x0->p;
         const uint64_t mask = x0->mask, cu = x0->g;
