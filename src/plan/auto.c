@@ -438,10 +438,10 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * of the class is cheaper than the incumbent (the bound is the incumbent's
  * cost); or stops at its work limit with a proven bound of its own, which
  * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
- * about 0.1 s on the project's machine), so the plan depends on the graph
+ * about 0.2 s on the project's machine), so the plan depends on the graph
  * and the budget only; a --time-limit the user gives lets it run that long
  * instead (make bench BENCH=peers does). */
-#define CLASS_IN_AUTO_WORK 6000000u
+#define CLASS_IN_AUTO_WORK 12000000u
 #define CLASS_IN_AUTO_STATES 4000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {

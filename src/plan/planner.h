@@ -146,8 +146,8 @@ typedef struct remat_class_limits {
     uint32_t states;
     double deadline;
     uint64_t expanded;
-    uint64_t work; /* 0: none; else a cap on work units (8 an expansion, 4 a state, 1 per step and storage
-                    * the estimate visits: about 10 ns each) */
+    uint64_t work; /* 0: none; else a cap on work units (8 an expansion, 4 a state looked up, 4 a state
+                    * estimated and 1 per step and storage the estimate visits: about 10 ns each) */
 } remat_class_limits;
 remat_status remat__class_search_within(remat_planner *P, remat_class_limits *lim, remat_schedule *out,
                                         uint64_t *opt, uint64_t *lb, int *ran);
