@@ -160,7 +160,7 @@ valgrind: deps
 
 # BENCH names sections (make bench BENCH="load resnet50"); empty runs all.
 # PEERS: the directory of Checkmate graphs for BENCH=peers; PEERS_EXACT_S:
-# the time limit there (seconds): exact's, and auto's class search (half of
+# the time limit there (seconds): exact's, and auto's class search (a fifth of
 # it) and exact inside auto (issue 20's moonshot: 60 s per budget).
 BENCH ?=
 PEERS ?= ../shared/checkmate-graphs

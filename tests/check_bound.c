@@ -9,8 +9,12 @@
  *    at budgets from tight to loose, for both budget kinds; where it calls
  *    a budget infeasible no strategy meets it; auto's params carry the same
  *    figure and a gap that matches its plan.
+ *    The same for the class search (class_search.c) stopped early, with and
+ *    without an incumbent, and its schedules replay as it claims.
  * 2. The extra FLOPs the local search reads off a built schedule (to reject
  *    a flip without replaying it) equal the replay's, over random keep sets.
+ * 3. auto plans issue 20's two small layered graphs at GLPK's proven optima
+ *    and certifies them optimal.
  * check_exact.c compares the bound with the optimum of an exhaustive search
  * over every schedule of the class on tiny graphs.
  */
@@ -359,6 +363,47 @@ START_TEST(search_should_read_the_replays_extra_flops_off_the_schedule)
 }
 END_TEST
 
+/* Issue 20's two small graphs, `remat gen layered --width 3 --layers 5
+ * --seed S`, at a third of the way from the smallest feasible peak to
+ * store-all: GLPK's branch and bound proved the optima (in 3.6 s and
+ * 19.7 s), an independent method; auto, without a time limit, must plan
+ * them exactly and certify them "optimal". */
+START_TEST(auto_should_prove_the_small_layered_optima)
+{
+    static const struct {
+        uint64_t seed, budget, optimum;
+    } cases[] = {{1, 44911251, 9779117530ull}, {2, 43909902, 9973831814ull}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        remat_gen_opts go;
+        remat_gen_opts_init(&go, REMAT_GEN_LAYERED);
+        go.width = 3;
+        go.layers = 5;
+        go.seed = cases[k].seed;
+        remat_graph *g;
+        remat_analysis *a = load_gen(&go, &g);
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        o.budget_kind = REMAT_BUDGET_TOTAL;
+        o.budget = cases[k].budget;
+        remat_plan plan;
+        remat_replay_result r;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_msg(remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK, "%s", err.msg);
+        ck_assert_msg(r.flops_recompute == cases[k].optimum, "seed %llu: auto %llu, optimum %llu",
+                      (unsigned long long)cases[k].seed, (unsigned long long)r.flops_recompute,
+                      (unsigned long long)cases[k].optimum);
+        ck_assert_msg(param_num(plan.params_json, "lower_bound") == (double)cases[k].optimum &&
+                          strstr(plan.params_json, "\"gap\": \"optimal\"") != NULL,
+                      "%s", plan.params_json);
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+}
+END_TEST
+
 Suite *bound_suite(void)
 {
     Suite *s = suite_create("bound");
@@ -367,6 +412,7 @@ Suite *bound_suite(void)
     tcase_add_loop_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs, 0, 4);
     tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
     tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
+    tcase_add_test(tc, auto_should_prove_the_small_layered_optima);
     suite_add_tcase(s, tc);
     return s;
 }

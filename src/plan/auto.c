@@ -32,9 +32,15 @@
  * returned. Everything is bounded by work, never by time, so the plan
  * depends on the graph and the budget only (exact too: run_exact).
  *
- * Last, at B: the bound (bound.c), then on small graphs the exhaustive
- * search of the fixed-order class (class_search.c), whose optimum becomes
- * the bound, or else exact, handed the best plan so far and the bound.
+ * Last, at B: the bound (bound.c), then on graphs of at most 64
+ * activations the best-first search of the fixed-order class
+ * (class_search.c) from the best plan so far, under a work limit: where it
+ * finishes, its optimum (a plan, or the proof that the incumbent is one)
+ * becomes the bound; where it stops, its frontier's bound raises bound.c's
+ * and exact runs, handed the best plan so far and the bound. Whether the
+ * search finishes depends on B, so a finished search's plan at B may be
+ * better than a stopped one's at a looser B', as for exact: the budget
+ * sweeps of tests/check_plan.c check monotonicity there too.
  */
 #include "auto_internal.h"
 #include "exact_internal.h"
@@ -432,9 +438,9 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
 }
 
 /* The best-first search of the fixed-order class (class_search.c), from
- * the best plan so far as its incumbent: it either finds a cheaper
- * schedule, which becomes a candidate and, once the replay confirms its
- * figures, the optimum and the certificate's bound; or proves that nothing
+ * the best plan so far as its incumbent: it either finds the optimum,
+ * cheaper than the incumbent, which becomes a candidate and, once the
+ * replay confirms its figures, the certificate's bound; or proves that nothing
  * of the class is cheaper than the incumbent (the bound is the incumbent's
  * cost); or stops at its work limit with a proven bound of its own, which
  * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
@@ -455,12 +461,16 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
     if (S->have && remat__fits(S->P, &S->best))
         lim.ub = S->best.extra_flops;
     if (S->P->o->time_limit > 0) {
-        /* Half of it: exact may follow with the whole limit of its own. */
+        /* A fifth of it (its bound settles early; exact, which may follow
+         * with the whole limit of its own, finds plans faster). */
         lim.work = 0;
-        lim.deadline = remat__exact_now() + 0.5 * S->P->o->time_limit;
+        lim.deadline = remat__exact_now() + 0.2 * S->P->o->time_limit;
     }
     remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);
     S->class_expansions = lim.expanded;
+    /* Only a finished search's schedule is offered: it is the optimum at B,
+     * as monotone as the optimum itself (file comment); a stopped one's
+     * best dive is not, and contributes its bound only. */
     if (st == REMAT_OK && ran && opt != UINT64_MAX && cand.schedule.n > 0) {
         remat_eval e;
         st = remat__eval_schedule(S->P, &cand.schedule, &e);

@@ -468,10 +468,10 @@ static remat_status class_optimum(remat_planner *P, remat_plan *out, double t0, 
     uint64_t opt = 0;
     int searched = 0;
     *ran = 0;
-    /* A third of the time limit, and states to about 300 MB; what is left
+    /* 0.15 of the time limit, and states to about 300 MB; what is left
      * goes to the program, which starts from the search's bound and its
      * best schedule (found). */
-    remat_class_limits lim = {0, UINT64_MAX, EXACT_CLASS_STATES, t0 + 0.3 * limit, 0, 0};
+    remat_class_limits lim = {0, UINT64_MAX, EXACT_CLASS_STATES, t0 + 0.15 * limit, 0, 0};
     remat_status st = remat__class_search_within(P, &lim, &cs, &opt, lb, &searched);
     if (*lb == UINT64_MAX) /* nothing of the class fits: the program says why */
         *lb = 0;

@@ -21,7 +21,7 @@
  * under --activation-budget, which is the quantity Checkmate's budget caps
  * (graphs/README.md). exact gets a bounded time limit (PEERS_EXACT_S,
  * default 30 s; printed), and so does auto (compare passes it on: its class
- * search runs half of it, exact inside auto the whole). Without the directory the section says so and
+ * search runs a fifth of it, exact inside auto the whole). Without the directory the section says so and
  * passes: the tests never depend on it. Figures only, never pass/fail.
  */
 #define _POSIX_C_SOURCE 200809L
