@@ -43,7 +43,6 @@
  * sweeps of tests/check_plan.c check monotonicity there too.
  */
 #include "auto_internal.h"
-#include "exact_internal.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -445,10 +444,9 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * cost); or stops at its work limit with a proven bound of its own, which
  * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
  * about 0.2 s on the project's machine), so the plan depends on the graph
- * and the budget only; a --time-limit the user gives lets it run that long
- * instead (make bench BENCH=peers does). */
+ * and the budget only. */
 #define CLASS_IN_AUTO_WORK 12000000u
-#define CLASS_IN_AUTO_STATES 4000000u
+#define CLASS_IN_AUTO_STATES 2000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops == 0) /* store-all fits */
@@ -460,12 +458,6 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
     remat_class_limits lim = {0, UINT64_MAX, CLASS_IN_AUTO_STATES, 0, 0, CLASS_IN_AUTO_WORK};
     if (S->have && remat__fits(S->P, &S->best))
         lim.ub = S->best.extra_flops;
-    if (S->P->o->time_limit > 0) {
-        /* A fifth of it (its bound settles early; exact, which may follow
-         * with the whole limit of its own, finds plans faster). */
-        lim.work = 0;
-        lim.deadline = remat__exact_now() + 0.2 * S->P->o->time_limit;
-    }
     remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);
     S->class_expansions = lim.expanded;
     /* Only a finished search's schedule is offered: it is the optimum at B,
@@ -524,13 +516,9 @@ static remat_status run_exact(auto_state *S, remat_planner *Q)
     /* The incumbent meets the bound: optimal, nothing to prove. */
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)
         return REMAT_OK;
-    /* A --time-limit the user gives replaces the work limit (issue 20's
-     * moonshot: make bench BENCH=peers gives one). */
-    if (o->time_limit <= 0) {
-        Q->exact_nodes = EXACT_IN_AUTO_NODES;
-        Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
-        Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
-    }
+    Q->exact_nodes = EXACT_IN_AUTO_NODES;
+    Q->exact_lp_iterations = EXACT_IN_AUTO_LP_ITERATIONS;
+    Q->exact_iterations = EXACT_IN_AUTO_ITERATIONS;
     remat_plan cand;
     remat_plan_init(&cand);
     remat_eval e;

@@ -20,9 +20,9 @@
  * feasibility, overhead (extra / (forward + backward)) and plan time, all
  * under --activation-budget, which is the quantity Checkmate's budget caps
  * (graphs/README.md). exact gets a bounded time limit (PEERS_EXACT_S,
- * default 30 s; printed), and so does auto (compare passes it on: its class
- * search runs a fifth of it, exact inside auto the whole). Without the directory the section says so and
- * passes: the tests never depend on it. Figures only, never pass/fail.
+ * default 10 s; printed); auto is bounded by work, and the limit only caps
+ * it. Without the directory the section says so and passes: the tests
+ * never depend on it. Figures only, never pass/fail.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -217,7 +217,7 @@ static void one_graph(const char *dir, const char *file, const ref_row *refs, in
             nr[b] = 0;
         }
     }
-    printf("  activation budgets (GB = 10^9 B; exact and auto: time limit %g s): overhead %% / plan time ms, "
+    printf("  activation budgets (GB = 10^9 B; exact: time limit %g s): overhead %% / plan time ms, "
            "or 'no' (infeasible)\n",
            exact_s);
     printf("  %-28s", "strategy");
@@ -274,9 +274,9 @@ int bench_peers(const char *remat)
     if (!dir || !*dir)
         dir = "../shared/checkmate-graphs";
     const char *ex = getenv("REMAT_PEERS_EXACT_S");
-    double exact_s = ex && *ex ? strtod(ex, NULL) : 30;
+    double exact_s = ex && *ex ? strtod(ex, NULL) : 10;
     if (!(exact_s > 0))
-        exact_s = 30;
+        exact_s = 10;
     DIR *d = opendir(dir);
     if (!d) {
         printf("skipped: no directory %s (make bench BENCH=peers PEERS=DIR names one holding *_train_nx.json)\n",
