@@ -160,7 +160,7 @@ valgrind: deps
 
 # BENCH names sections (make bench BENCH="load resnet50"); empty runs all.
 # PEERS: the directory of Checkmate graphs for BENCH=peers; PEERS_EXACT_S:
-# exact's GLPK time limit there (seconds).
+# exact's time limit there (seconds).
 BENCH ?=
 PEERS ?= ../shared/checkmate-graphs
 PEERS_EXACT_S ?= 10

@@ -9,8 +9,12 @@
  *    at budgets from tight to loose, for both budget kinds; where it calls
  *    a budget infeasible no strategy meets it; auto's params carry the same
  *    figure and a gap that matches its plan.
+ *    The same for the class search (class_search.c) stopped early, with and
+ *    without an incumbent, and its schedules replay as it claims.
  * 2. The extra FLOPs the local search reads off a built schedule (to reject
  *    a flip without replaying it) equal the replay's, over random keep sets.
+ * 3. auto plans issue 20's two small layered graphs at GLPK's proven optima
+ *    and certifies them optimal.
  * check_exact.c compares the bound with the optimum of an exhaustive search
  * over every schedule of the class on tiny graphs.
  */
@@ -91,7 +95,49 @@ static double param_num(const char *json, const char *key)
 
 typedef struct {
     unsigned plans, tight, infeasible, positive;
+    unsigned cs_runs, cs_above, cs_finished, cs_ub_proved;
 } tally;
+
+/* The class search (class_search.c) at budget, stopped after `expansions`
+ * (0: its default) and given ub (0: none). Its schedule, when it reports
+ * one, is replayed here: within the budget, at the extra FLOPs it claims. */
+static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, uint64_t expansions,
+                            uint64_t ub, int *ran, uint64_t *opt)
+{
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.budget_kind = kind;
+    o.budget = budget;
+    remat_err err;
+    remat_err_init(&err);
+    remat_planner P;
+    memset(&P, 0, sizeof P);
+    P.a = a;
+    P.o = &o;
+    P.err = &err;
+    remat_schedule s;
+    remat_schedule_init(&s);
+    remat_class_limits lim = {ub, expansions, 200000, 0, 0, 0};
+    uint64_t lb = 0;
+    ck_assert_msg(remat__class_search_within(&P, &lim, &s, opt, &lb, ran) == REMAT_OK, "%s", err.msg);
+    ck_assert(!expansions || lim.expanded <= expansions + 4 * (a->g->n_ops + a->n_bwd) + 600);
+    if (*opt != UINT64_MAX) {
+        remat_replay_result r;
+        ck_assert_msg(remat_replay(a, &s, NULL, NULL, &r, &err) == REMAT_OK, "class search's schedule: %s", err.msg);
+        uint64_t m = kind == REMAT_BUDGET_ACTIVATION ? r.activation_peak : r.peak_bytes;
+        ck_assert_msg(m <= budget && r.flops_recompute == *opt,
+                      "class search's schedule: metric %llu (budget %llu), %llu extra FLOPs, claimed %llu",
+                      (unsigned long long)m, (unsigned long long)budget, (unsigned long long)r.flops_recompute,
+                      (unsigned long long)*opt);
+        ck_assert_msg(ub == 0 || *opt < ub, "class search's schedule %llu not below its incumbent %llu",
+                      (unsigned long long)*opt, (unsigned long long)ub);
+        ck_assert_msg(lb <= *opt, "class search: bound %llu above its own schedule's %llu", (unsigned long long)lb,
+                      (unsigned long long)*opt);
+        remat_replay_result_destroy(&r);
+    }
+    remat_schedule_destroy(&s);
+    return lb;
+}
 
 /* Every strategy at a few budgets: the bound is at most each plan's
  * replayed extra FLOPs. exact and auto get a short time limit. */
@@ -109,6 +155,22 @@ static void check_graph(const remat_analysis *a, const char *what, tally *tl)
             uint64_t lb = the_bound(a, kind, budget, &infeasible);
             tl->infeasible += infeasible;
             tl->positive += !infeasible && lb > 0;
+            /* The class search stopped early (its frontier's bound) after
+             * 20, 300 and 5000 expansions: bounds too, and "infeasible" only
+             * where nothing fits; finished, never below bound.c's. */
+            static const uint64_t cs_limits[] = {20, 300, 5000};
+            uint64_t cs_lb[3], cs_opt[3], best = UINT64_MAX;
+            int cs_ran[3];
+            for (int c = 0; c < 3; c++) {
+                cs_lb[c] = class_bound(a, kind, budget, cs_limits[c], 0, &cs_ran[c], &cs_opt[c]);
+                tl->cs_runs++;
+                tl->cs_above += !infeasible && cs_lb[c] != UINT64_MAX && cs_lb[c] > lb;
+                tl->cs_finished += cs_ran[c];
+                if (!infeasible && cs_lb[c] != UINT64_MAX)
+                    ck_assert_msg(cs_lb[c] >= lb || !cs_ran[c],
+                                  "%s: the finished class search's %llu below bound.c's %llu", what,
+                                  (unsigned long long)cs_lb[c], (unsigned long long)lb);
+            }
             for (size_t i = 0; i < ns; i++) {
                 const int slow = strcmp(si[i].name, "exact") == 0 || strcmp(si[i].name, "auto") == 0;
                 if (slow && a->g->n_ops > 40)
@@ -131,6 +193,18 @@ static void check_graph(const remat_analysis *a, const char *what, tally *tl)
                                   "%s, %s budget %llu: bound %llu above %s's replayed %llu extra FLOPs", what,
                                   kk ? "activation" : "total", (unsigned long long)budget, (unsigned long long)lb,
                                   si[i].name, (unsigned long long)r.flops_recompute);
+                    for (int c = 0; c < 3; c++) {
+                        ck_assert_msg(cs_lb[c] <= r.flops_recompute,
+                                      "%s, %s budget %llu: class search (limit %llu) bound %llu above %s's replayed "
+                                      "%llu extra FLOPs",
+                                      what, kk ? "activation" : "total", (unsigned long long)budget,
+                                      (unsigned long long)cs_limits[c], (unsigned long long)cs_lb[c], si[i].name,
+                                      (unsigned long long)r.flops_recompute);
+                        if (cs_ran[c] && cs_opt[c] != UINT64_MAX)
+                            ck_assert_uint_le(cs_opt[c], r.flops_recompute);
+                    }
+                    if (r.flops_recompute < best)
+                        best = r.flops_recompute;
                     tl->plans++;
                     tl->tight += lb == r.flops_recompute;
                     if (strcmp(si[i].name, "auto") == 0) {
@@ -154,6 +228,19 @@ static void check_graph(const remat_analysis *a, const char *what, tally *tl)
                     remat_plan_destroy(&plan);
                 }
             }
+            /* From the best plan as its incumbent: "nothing cheaper" is a
+             * bound equal to the incumbent, and never above it. */
+            if (best != UINT64_MAX && best > 0)
+                for (int c = 0; c < 2; c++) {
+                    int ran = 0;
+                    uint64_t opt = 0, ulb = class_bound(a, kind, budget, cs_limits[c + 1], best, &ran, &opt);
+                    ck_assert_msg(ulb <= best, "%s: class search from incumbent %llu: bound %llu", what,
+                                  (unsigned long long)best, (unsigned long long)ulb);
+                    if (ran && opt == UINT64_MAX) {
+                        ck_assert_uint_eq(ulb, best);
+                        tl->cs_ub_proved++;
+                    }
+                }
         }
     }
 }
@@ -163,7 +250,7 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs)
     uint64_t seed = 2020 + (uint64_t)_i * 7919;
     char *json = malloc(1 << 16);
     ck_assert(json);
-    tally tl = {0, 0, 0, 0};
+    tally tl = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < 5; k++) {
         spec G;
         spec_generate(&seed, &G);
@@ -178,8 +265,9 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs)
     }
     free(json);
     printf("bound on random graphs (%d): %u plans, %u met the bound, %u budgets with a positive bound, %u "
-           "infeasible\n",
-           _i, tl.plans, tl.tight, tl.positive, tl.infeasible);
+           "infeasible; class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal\n",
+           _i, tl.plans, tl.tight, tl.positive, tl.infeasible, tl.cs_runs, tl.cs_above, tl.cs_finished,
+           tl.cs_ub_proved);
     ck_assert_uint_gt(tl.plans, 0);
     ck_assert_uint_gt(tl.positive, 0);
 }
@@ -187,7 +275,7 @@ END_TEST
 
 START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_generated_families)
 {
-    tally tl = {0, 0, 0, 0};
+    tally tl = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < 3; k++) {
         remat_gen_opts o;
         remat_gen_opts_init(&o, k == 2 ? REMAT_GEN_CHAIN : REMAT_GEN_LAYERED);
@@ -220,8 +308,10 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_generated_fami
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
     }
-    printf("bound on generated and bundled graphs: %u plans, %u met the bound, %u budgets with a positive bound\n",
-           tl.plans, tl.tight, tl.positive);
+    printf("bound on generated and bundled graphs: %u plans, %u met the bound, %u budgets with a positive bound; "
+           "class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal\n",
+           tl.plans, tl.tight, tl.positive, tl.cs_runs, tl.cs_above, tl.cs_finished, tl.cs_ub_proved);
+    ck_assert_uint_gt(tl.cs_above, 0);
     ck_assert_uint_gt(tl.positive, 0);
 }
 END_TEST
@@ -273,6 +363,47 @@ START_TEST(search_should_read_the_replays_extra_flops_off_the_schedule)
 }
 END_TEST
 
+/* Issue 20's two small graphs, `remat gen layered --width 3 --layers 5
+ * --seed S`, at a third of the way from the smallest feasible peak to
+ * store-all: GLPK's branch and bound proved the optima (in 3.6 s and
+ * 19.7 s), an independent method; auto, without a time limit, must plan
+ * them exactly and certify them "optimal". */
+START_TEST(auto_should_prove_the_small_layered_optima)
+{
+    static const struct {
+        uint64_t seed, budget, optimum;
+    } cases[] = {{1, 44911251, 9779117530ull}, {2, 43909902, 9973831814ull}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        remat_gen_opts go;
+        remat_gen_opts_init(&go, REMAT_GEN_LAYERED);
+        go.width = 3;
+        go.layers = 5;
+        go.seed = cases[k].seed;
+        remat_graph *g;
+        remat_analysis *a = load_gen(&go, &g);
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        o.budget_kind = REMAT_BUDGET_TOTAL;
+        o.budget = cases[k].budget;
+        remat_plan plan;
+        remat_replay_result r;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_msg(remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK, "%s", err.msg);
+        ck_assert_msg(r.flops_recompute == cases[k].optimum, "seed %llu: auto %llu, optimum %llu",
+                      (unsigned long long)cases[k].seed, (unsigned long long)r.flops_recompute,
+                      (unsigned long long)cases[k].optimum);
+        ck_assert_msg(param_num(plan.params_json, "lower_bound") == (double)cases[k].optimum &&
+                          strstr(plan.params_json, "\"gap\": \"optimal\"") != NULL,
+                      "%s", plan.params_json);
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+}
+END_TEST
+
 Suite *bound_suite(void)
 {
     Suite *s = suite_create("bound");
@@ -281,6 +412,7 @@ Suite *bound_suite(void)
     tcase_add_loop_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs, 0, 4);
     tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
     tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
+    tcase_add_test(tc, auto_should_prove_the_small_layered_optima);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,8 +14,10 @@
  * backward order, with any RECOMPUTE and FREE between them: every
  * strategy's schedules are of this class), "gap" (relative to the plan's
  * extra FLOPs; "optimal" when the plan meets the bound) and "gap_pp"
- * (percentage points of forward + backward FLOPs). On graphs small enough
- * for an exhaustive search of the class the bound is the class optimum;
+ * (percentage points of forward + backward FLOPs). On graphs of at most 64
+ * activations a best-first search of the class from auto's best plan makes
+ * the bound the class optimum when it finishes, and the least cost it has
+ * not ruled out when its work limit (or a time_limit) stops it;
  * graphs/README.md ("The certificate") gives the argument and its limits.
  *
  *     remat_plan_options o;

@@ -32,9 +32,15 @@
  * returned. Everything is bounded by work, never by time, so the plan
  * depends on the graph and the budget only (exact too: run_exact).
  *
- * Last, at B: the bound (bound.c), then on small graphs the exhaustive
- * search of the fixed-order class (class_search.c), whose optimum becomes
- * the bound, or else exact, handed the best plan so far and the bound.
+ * Last, at B: the bound (bound.c), then on graphs of at most 64
+ * activations the best-first search of the fixed-order class
+ * (class_search.c) from the best plan so far, under a work limit: where it
+ * finishes, its optimum (a plan, or the proof that the incumbent is one)
+ * becomes the bound; where it stops, its frontier's bound raises bound.c's
+ * and exact runs, handed the best plan so far and the bound. Whether the
+ * search finishes depends on B, so a finished search's plan at B may be
+ * better than a stopped one's at a looser B', as for exact: the budget
+ * sweeps of tests/check_plan.c check monotonicity there too.
  */
 #include "auto_internal.h"
 #include "../util/util_internal.h"
@@ -125,7 +131,8 @@ typedef struct {
     uint64_t lb;       /* the proven lower bound at the caller's budget (bound.c) */
     int lb_infeasible; /* ... or: no schedule of the class fits */
     char exact_note[128]; /* exact's verdict when it ran */
-    int class_optimal;    /* the class search ran: lb is the class optimum */
+    int class_optimal;    /* the class search finished: lb is the class optimum */
+    uint64_t class_expansions; /* the class search's work */
 } auto_state;
 
 /* Offers a candidate plan (moved into the state when it is the best). */
@@ -429,16 +436,33 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
     return REMAT_OK;
 }
 
-/* On graphs small enough, the shortest-path search over the whole class
- * (class_search.c): its schedule is a candidate, and once the replay
- * confirms its figures, its optimum is the certificate's bound. */
+/* The best-first search of the fixed-order class (class_search.c), from
+ * the best plan so far as its incumbent: it either finds the optimum,
+ * cheaper than the incumbent, which becomes a candidate and, once the
+ * replay confirms its figures, the certificate's bound; or proves that nothing
+ * of the class is cheaper than the incumbent (the bound is the incumbent's
+ * cost); or stops at its work limit with a proven bound of its own, which
+ * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
+ * about 0.2 s on the project's machine), so the plan depends on the graph
+ * and the budget only. */
+#define CLASS_IN_AUTO_WORK 12000000u
+#define CLASS_IN_AUTO_STATES 2000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
+    if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops == 0) /* store-all fits */
+        return REMAT_OK;
     remat_plan cand;
     remat_plan_init(&cand);
-    uint64_t opt = 0;
+    uint64_t opt = 0, lb = 0;
     int ran = 0;
-    remat_status st = remat__class_search(S->P, &cand.schedule, &opt, &ran);
+    remat_class_limits lim = {0, UINT64_MAX, CLASS_IN_AUTO_STATES, 0, 0, CLASS_IN_AUTO_WORK};
+    if (S->have && remat__fits(S->P, &S->best))
+        lim.ub = S->best.extra_flops;
+    remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);
+    S->class_expansions = lim.expanded;
+    /* Only a finished search's schedule is offered: it is the optimum at B,
+     * as monotone as the optimum itself (file comment); a stopped one's
+     * best dive is not, and contributes its bound only. */
     if (st == REMAT_OK && ran && opt != UINT64_MAX && cand.schedule.n > 0) {
         remat_eval e;
         st = remat__eval_schedule(S->P, &cand.schedule, &e);
@@ -452,6 +476,14 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
                 offer(S, &cand, &e, "class-search", 0, 0);
             }
         }
+    } else if (st == REMAT_OK && ran && opt == UINT64_MAX && lim.ub && lb == lim.ub) {
+        /* Nothing of the class below the incumbent: it is optimal. */
+        note_tried(S, "class-search");
+        if (lb > S->lb)
+            S->lb = lb;
+        S->class_optimal = 1;
+    } else if (st == REMAT_OK && !ran && lb != UINT64_MAX && lb > S->lb) {
+        S->lb = lb;
     }
     remat_plan_destroy(&cand);
     return st;

@@ -1,347 +1,544 @@
 /*
  * class_search.c - the least extra FLOPs over every schedule of the
- * fixed-order class, by a shortest-path search, on graphs small enough
- * (issue 20: auto's certificate is the optimum there, and so is its plan).
+ * fixed-order class, by a best-first (A*) search with an admissible
+ * estimate, and a proven lower bound where the search is stopped (issue
+ * 20: auto's certificate is the optimum where the search finishes, and its
+ * plan too).
  *
  * The class is bound.c's: FWD steps once each in forward order, BWD steps
  * once each in backward order, any RECOMPUTE and FREE between them. A
  * state is (p, R): the steps before p are done and R is the set of
- * resident activations. Edges: FREE a resident activation (cost 0);
- * RECOMPUTE an op that has run forward, can be recomputed, has its inputs
- * resident and a missing output (cost: its FLOPs); run step p, the next
- * FWD (its inputs resident) or BWD (its saves resident). An edge exists
- * only if its high-water mark fits the budget: the bytes of the storages
- * with a resident member (a view shares its root's storage), the bytes the
- * instruction allocates (outputs not yet resident, with their storage) and
- * the non-activation part of the budget's categories. That part depends on
- * the step order alone (exact_model.c relies on the same fact) and is read
- * from one replay of the store-all schedule with an observer: before each
- * step (what a RECOMPUTE there sees, plus its op's workspace), at each step
- * (its high-water mark, workspace and new gradients included), and at the
- * optimizer step, which must fit with whatever is still resident. Dijkstra
- * from (0, {}) to (T, R) for any R that fits the optimizer step gives the
- * optimum and a schedule that reaches it; that schedule, like every plan,
- * is judged again by the one replay before anything is reported, and
- * tests/check_exact.c compares the optimum with an independent search.
+ * resident activations (at most 64: one bit each). An edge runs one
+ * instruction, RECOMPUTE of an op that has run forward, can be recomputed,
+ * has its inputs resident and a missing output that a later step may need
+ * (cost: its FLOPs), or step p, the next FWD (its inputs resident) or BWD
+ * (its saves resident), and then frees any subset of the activations that
+ * instruction read or wrote (cost 0). Frees nowhere else: moving each FREE
+ * of a schedule back to just after the last instruction that touched its
+ * tensor keeps the schedule valid (nothing reads it in between) and lowers
+ * memory in between, so the schedules of that form reach the optimum, and
+ * the search branches on a handful of frees instead of every resident
+ * tensor. An edge exists only if its high-water mark fits the budget: the
+ * bytes of the storages with a resident member (a view shares its root's
+ * storage), the bytes the instruction allocates and the non-activation part
+ * of the budget's categories, which depends on the step order alone
+ * (exact_model.c relies on the same fact) and is read from one replay of
+ * the store-all schedule (fixed_profile.c): before each step (what a
+ * RECOMPUTE there sees, plus its op's workspace), at each step, and at the
+ * optimizer step, which must fit with whatever is still resident. A state
+ * drops what no later step can need (read directly, or as an input of a
+ * recomputation of something read later), and the schedule written back
+ * frees it right after the step.
  *
- * A state drops what no later step can need (read directly, or as an input
- * of a recomputation of something read later): freeing it costs nothing
- * and keeping it only costs memory, so the optimum is the same and far
- * fewer states are reached; the reconstructed schedule writes those frees
- * right after the step. Size: (T + 1) * 2^activations states, run only up
- * to CLASS_MAX_STATES (4 x 10^6: about 60 MB and a second).
+ * The estimate h(p, R), a lower bound on the FLOPs still to recompute:
+ * (1) every activation produced before p, read directly at or after p and
+ * not in R must be made again, and only a RECOMPUTE of its producer makes
+ * it, which needs the op's inputs resident then: so every such op, and the
+ * producers of its inputs missing from R, transitively, cost their FLOPs
+ * at least once each; (2) at each later step s
+ * the activation storages produced before s and read after s that remain
+ * resident must fit beside the step's own storages and the fixed part;
+ * those missing now (or whose producer (1) already charges) leave at no
+ * further cost, any other one left out at s needs a RECOMPUTE of its
+ * producer after s, charged a share of that op's FLOPs by bytes, distinct
+ * from (1)'s: bound.c's fractional knapsack, from state R. h = (1) + the
+ * largest (2). So f = g + h never exceeds the cost of a schedule through
+ * the state, A* with re-expansion returns the optimum, and when it stops
+ * early the least f on its frontier is a proven lower bound on the optimum
+ * (some state of an optimal schedule is always on the frontier). Given an
+ * incumbent's cost U, states with f >= U are never opened: an empty
+ * frontier then proves that no schedule of the class costs less than U.
+ *
+ * Cost: O(steps x storages) per state for h; states and frontier are
+ * bounded by the caller's limits (expansions, states, a deadline).
+ * tests/check_exact.c compares the optimum with an independent search,
+ * tests/check_bound.c the stopped search's bound with every strategy's
+ * replayed plans.
  */
-#include "planner.h"
+#include "class_internal.h"
+#include "exact_internal.h"
 #include "../util/util_internal.h"
 
 #include <string.h>
 
-#define CLASS_MAX_ACT 20
-#define CLASS_MAX_STATES (1u << 22)
+#define CLASS_DEFAULT_EXPANSIONS 400000u
+#define CLASS_DEFAULT_STATES 2000000u
+#define CLASS_DIVE_EVERY 1024u
+#define CLASS_DIVE_WORK 512u
 
-typedef struct {
-    uint64_t cost;
-    uint32_t prev;
-    uint32_t instr; /* kind << 24 | arg */
-} node;
-
-typedef struct {
-    uint64_t *cost;
-    uint32_t *state;
-    size_t n, cap;
-} heap;
-
-static int heap_push(heap *h, uint64_t cost, uint32_t state)
+/* 1 if x should come out before y: least f, then the most spent (the
+ * least left to estimate), then the deeper step. */
+static int before(const class_hentry *x, const class_hentry *y)
+{
+    if (x->f != y->f)
+        return x->f < y->f;
+    if (x->g != y->g)
+        return x->g > y->g;
+    return x->p > y->p;
+}
+static int cheap_push(class_heap *h, class_hentry e)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 4096;
-        uint64_t *c = remat__realloc(h->cost, cap * sizeof *c);
-        if (!c)
+        class_hentry *v = remat__realloc(h->v, cap * sizeof *v);
+        if (!v)
             return 0;
-        h->cost = c;
-        uint32_t *s = remat__realloc(h->state, cap * sizeof *s);
-        if (!s)
-            return 0;
-        h->state = s;
+        h->v = v;
         h->cap = cap;
     }
     size_t i = h->n++;
-    while (i > 0 && h->cost[(i - 1) / 2] > cost) {
-        h->cost[i] = h->cost[(i - 1) / 2];
-        h->state[i] = h->state[(i - 1) / 2];
+    while (i > 0 && before(&e, &h->v[(i - 1) / 2])) {
+        h->v[i] = h->v[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    h->cost[i] = cost;
-    h->state[i] = state;
+    h->v[i] = e;
     return 1;
 }
 
-static uint32_t heap_pop(heap *h)
+static class_hentry cheap_pop(class_heap *h)
 {
-    uint32_t top = h->state[0];
-    uint64_t c = h->cost[--h->n];
-    uint32_t s = h->state[h->n];
+    class_hentry top = h->v[0], last = h->v[--h->n];
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, m = i;
-        uint64_t mc = c;
-        if (l < h->n && h->cost[l] < mc)
-            m = l, mc = h->cost[l];
-        if (l + 1 < h->n && h->cost[l + 1] < mc)
+        const class_hentry *mv = &last;
+        if (l < h->n && before(&h->v[l], mv))
+            m = l, mv = &h->v[l];
+        if (l + 1 < h->n && before(&h->v[l + 1], mv))
             m = l + 1;
         if (m == i)
             break;
-        h->cost[i] = h->cost[m];
-        h->state[i] = h->state[m];
+        h->v[i] = h->v[m];
         i = m;
     }
-    h->cost[i] = c;
-    h->state[i] = s;
+    if (h->n)
+        h->v[i] = last;
     return top;
 }
-
-/* Bit masks of a tensor list's activations; 0 when it names none. */
-static uint32_t bits_of(const remat_graph *g, const uint32_t *bit, const uint32_t *ts, uint32_t n)
+static uint32_t hash_of(uint32_t p, uint64_t mask)
 {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (g->tensors[ts[i]].kind == REMAT_TENSOR_ACTIVATION)
-            m |= 1u << bit[ts[i]];
-    return m;
+    uint64_t x = mask ^ ((uint64_t)p * 0x9e3779b97f4a7c15ull);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (uint32_t)x;
 }
 
-remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran)
+/* Doubles the slot table; 0 on out of memory. */
+static int rehash(class_state *S)
+{
+    uint32_t cap = (S->slot_mask + 1) * 2;
+    uint32_t *sl = remat__calloc(cap, sizeof *sl);
+    if (!sl)
+        return 0;
+    for (uint32_t i = 0; i < S->n_nd; i++) {
+        uint32_t h = hash_of(S->nd[i].p, S->nd[i].mask) & (cap - 1);
+        while (sl[h])
+            h = (h + 1) & (cap - 1);
+        sl[h] = i + 1;
+    }
+    remat__free(S->slot);
+    S->slot = sl;
+    S->slot_mask = cap - 1;
+    return 1;
+}
+
+/* Offers the state (p, mask) at cost c from node u by instr. Returns 0 on
+ * out of memory, 2 when the state table is full, 1 otherwise. */
+static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t c, uint32_t instr)
+{
+    if (S->diving) {
+        uint64_t est = remat__class_estimate(S, p, mask);
+        if (est == CLASS_INF || c + est < c || c + est >= S->ub)
+            return 1;
+        if (S->kids_n == S->kids_cap) {
+            size_t nc = S->kids_cap ? 2 * S->kids_cap : 256;
+            class_node *k = remat__realloc(S->kids, nc * sizeof *k);
+            if (!k)
+                return 0;
+            S->kids = k;
+            S->kids_cap = nc;
+        }
+        S->kids[S->kids_n++] = (class_node){mask, c, est, p, u, instr};
+        return 1;
+    }
+    uint32_t h = hash_of(p, mask) & S->slot_mask, v = UINT32_MAX;
+    S->work += 4;
+    while (S->slot[h]) {
+        const class_node *x = &S->nd[S->slot[h] - 1];
+        if (x->p == p && x->mask == mask) {
+            v = S->slot[h] - 1;
+            break;
+        }
+        h = (h + 1) & S->slot_mask;
+    }
+    if (v == UINT32_MAX) {
+        uint64_t est = remat__class_estimate(S, p, mask);
+        if (est == CLASS_INF || c + est < c || c + est >= S->ub)
+            return 1;
+        if (S->n_nd >= S->max_nd)
+            return 2;
+        if (S->n_nd == S->cap_nd) {
+            uint32_t cap = S->cap_nd ? 2 * S->cap_nd : 4096;
+            if (cap > S->max_nd)
+                cap = S->max_nd;
+            class_node *nd = remat__realloc(S->nd, (size_t)cap * sizeof *nd);
+            if (!nd)
+                return 0;
+            S->nd = nd;
+            S->cap_nd = cap;
+        }
+        v = S->n_nd++;
+        S->nd[v] = (class_node){mask, c, est, p, u, instr};
+        S->slot[h] = v + 1;
+        if ((uint64_t)S->n_nd * 2 > S->slot_mask && !rehash(S))
+            return 0;
+    } else {
+        class_node *x = &S->nd[v];
+        if (c >= x->g || c + x->h >= S->ub)
+            return 1;
+        x->g = c;
+        x->parent = u;
+        x->instr = instr;
+    }
+    const class_node *x = &S->nd[v];
+    return cheap_push(&S->heap, (class_hentry){x->g + x->h, x->g, v, p});
+}
+
+/* The edges of one instruction: m1 the mask after it, touched what it read
+ * or wrote; every subset of touched may be freed, then what is not alive at
+ * step np is dropped. */
+static int relax_frees(class_state *S, uint32_t u, uint32_t np, uint64_t m1, uint64_t touched, uint64_t c, uint32_t instr)
+{
+    m1 &= S->alive[np];
+    touched &= m1;
+    /* Enumerate the subsets of touched (Gosper-free: x = (x - t) & t). */
+    uint64_t f = 0;
+    do {
+        int r = relax(S, u, np, m1 & ~f, c, instr);
+        if (r != 1)
+            return r;
+        f = (f - touched) & touched;
+    } while (f);
+    return 1;
+}
+/* Offers every edge out of state (p, mask) at cost cu, from node u (the
+ * dive's state when diving). Returns relax's codes. */
+static int edges(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t cu)
+{
+    const remat_analysis *a = S->a;
+    const remat_graph *g = S->g;
+    const uint32_t n = S->n;
+    int r = 1;
+    const uint32_t lim_q = p < n ? p : n;
+    for (uint32_t q = 0; q < lim_q && r == 1; q++) {
+        uint32_t k = a->order[q];
+        const remat_op *op = &g->ops[k];
+        if (!op->recomputable || (S->in_m[k] & ~mask) || !(S->out_m[k] & ~mask & S->alive[p]))
+            continue;
+        uint64_t nm = mask | S->out_m[k];
+        if (S->pre[p] + remat__class_bytes(S, nm) + op->workspace > S->budget)
+            continue;
+        r = relax_frees(S, u, p, nm, S->in_m[k] | S->out_m[k], cu + op->flops, (uint32_t)REMAT_I_RECOMPUTE << 24 | k);
+    }
+    if (r == 1 && p < n) {
+        uint32_t k = a->order[p];
+        uint64_t nm = mask | S->out_m[k];
+        if (!(S->in_m[k] & ~mask) && S->hw[p] + remat__class_bytes(S, nm) <= S->budget)
+            r = relax_frees(S, u, p + 1, nm, S->in_m[k] | S->out_m[k], cu, (uint32_t)REMAT_I_FWD << 24 | k);
+    } else if (r == 1 && p < S->T) {
+        uint32_t k = a->bwd_order[p - n];
+        if (!(S->save_m[k] & ~mask) && S->hw[p] + remat__class_bytes(S, mask) <= S->budget)
+            r = relax_frees(S, u, p + 1, mask, S->save_m[k], cu, (uint32_t)REMAT_I_BWD << 24 | k);
+    }
+    return r;
+}
+
+/* Appends one edge to s: its instruction, then FREE of what it dropped
+ * (its chosen frees and what no later step needs). */
+static int push_edge(const class_state *S, remat_schedule *s, uint64_t from, uint64_t to, uint32_t instr)
+{
+    remat_instr_kind kind = (remat_instr_kind)(instr >> 24);
+    uint32_t arg = instr & 0xffffff;
+    uint64_t m1 = from | (kind == REMAT_I_BWD ? 0 : S->out_m[arg]);
+    if (remat_schedule_push(s, kind, arg) != REMAT_OK)
+        return 0;
+    for (uint64_t d = m1 & ~to; d; d &= d - 1)
+        if (remat_schedule_push(s, REMAT_I_FREE, S->act[__builtin_ctzll(d)]) != REMAT_OK)
+            return 0;
+    return 1;
+}
+
+/* The schedule of the table's path to node v, without the optimizer step. */
+static int write_path(class_state *S, uint32_t v, remat_schedule *out)
+{
+    uint32_t len = 0;
+    for (uint32_t x = v; x != 0; x = S->nd[x].parent)
+        len++;
+    uint32_t *path = remat__array(len ? len : 1, sizeof *path);
+    if (!path)
+        return 0;
+    uint32_t i = len;
+    for (uint32_t x = v; x != 0; x = S->nd[x].parent)
+        path[--i] = x;
+    remat_schedule_clear(out);
+    int ok = 1;
+    for (i = 0; i < len && ok; i++)
+        ok = push_edge(S, out, S->nd[S->nd[path[i]].parent].mask, S->nd[path[i]].mask, S->nd[path[i]].instr);
+    remat__free(path);
+    return ok;
+}
+
+/* A dive: a depth-first search from table node v, the successors of each
+ * state tried by f (then the most spent), pruned at the incumbent, until
+ * CLASS_DIVE_WORK states are expanded. A complete schedule cheaper than ub
+ * becomes the search's incumbent (S->found, S->ub). Returns 0 on out of
+ * memory. */
+static int dive(class_state *S, uint32_t v, uint64_t *work)
+{
+    typedef struct {
+        size_t lo, pos, hi;
+    } level;
+    const uint32_t max_depth = 4 * S->T + 16;
+    level *lv = remat__array(max_depth + 1, sizeof *lv);
+    class_node *kids = NULL;
+    size_t n_kids = 0, cap = 0;
+    int ok = lv != NULL;
+    uint32_t depth = 0;
+    uint64_t spent = 0;
+    class_node cur = S->nd[v];
+    /* Collects cur's successors, best first, as a new level. */
+#define EXPAND_CUR()                                                                                                   \
+    do {                                                                                                               \
+        S->diving = 2;                                                                                                 \
+        S->kids_n = 0;                                                                                                 \
+        edges(S, 0, cur.p, cur.mask, cur.g);                                                                           \
+        S->diving = 0;                                                                                                 \
+        spent++;                                                                                                       \
+        if (n_kids + S->kids_n > cap) {                                                                                \
+            size_t nc = (n_kids + S->kids_n) * 2 + 64;                                                                 \
+            class_node *k2 = remat__realloc(kids, nc * sizeof *k2);                                                         \
+            if (!k2) {                                                                                                 \
+                ok = 0;                                                                                                \
+                break;                                                                                                 \
+            }                                                                                                          \
+            kids = k2;                                                                                                 \
+            cap = nc;                                                                                                  \
+        }                                                                                                              \
+        for (size_t i_ = 0; i_ < S->kids_n; i_++) {                                                                    \
+            class_node x_ = S->kids[i_];                                                                                    \
+            size_t j_ = n_kids + i_;                                                                                   \
+            class_hentry hx = {x_.g + x_.h, x_.g, 0, x_.p};                                                                  \
+            while (j_ > n_kids) {                                                                                      \
+                class_hentry hy = {kids[j_ - 1].g + kids[j_ - 1].h, kids[j_ - 1].g, 0, kids[j_ - 1].p};                      \
+                if (!before(&hx, &hy))                                                                                 \
+                    break;                                                                                             \
+                kids[j_] = kids[j_ - 1];                                                                               \
+                j_--;                                                                                                  \
+            }                                                                                                          \
+            kids[j_] = x_;                                                                                             \
+        }                                                                                                              \
+        lv[depth] = (level){n_kids, n_kids, n_kids + S->kids_n};                                                       \
+        n_kids += S->kids_n;                                                                                           \
+    } while (0)
+    if (ok)
+        EXPAND_CUR();
+    while (ok && spent < CLASS_DIVE_WORK) {
+        level *L = &lv[depth];
+        while (L->pos < L->hi && kids[L->pos].g + kids[L->pos].h >= S->ub)
+            L->pos = L->hi; /* sorted by f: the rest cannot beat the incumbent */
+        if (L->pos >= L->hi) {
+            if (depth == 0)
+                break;
+            n_kids = L->lo;
+            depth--;
+            continue;
+        }
+        cur = kids[L->pos++];
+        if (cur.p == S->T) {
+            if (S->hw[S->T] + remat__class_bytes(S, cur.mask) <= S->budget && cur.g < S->ub) {
+                ok = write_path(S, v, &S->found);
+                uint64_t from = S->nd[v].mask;
+                for (uint32_t d = 0; ok && d <= depth; d++) {
+                    const class_node *x = &kids[lv[d].pos - 1];
+                    ok = push_edge(S, &S->found, from, x->mask, x->instr);
+                    from = x->mask;
+                }
+                ok = ok && remat_schedule_push(&S->found, REMAT_I_OPT, 0) == REMAT_OK;
+                S->ub = cur.g;
+                S->own = ok;
+            }
+            continue;
+        }
+        if (depth + 1 >= max_depth)
+            continue;
+        depth++;
+        EXPAND_CUR();
+    }
+#undef EXPAND_CUR
+    *work += spent;
+    remat__free(lv);
+    remat__free(kids);
+    return ok;
+}
+
+remat_status remat__class_search_within(remat_planner *P, remat_class_limits *lim, remat_schedule *out,
+                                        uint64_t *opt, uint64_t *lb, int *ran)
 {
     const remat_analysis *a = P->a;
     const remat_graph *g = a->g;
-    const uint32_t n = g->n_ops, T = n + a->n_bwd;
-    const uint64_t budget = P->o->budget;
     *ran = 0;
-    *opt = UINT64_MAX;
+    *opt = CLASS_INF;
+    *lb = 0;
     /* The search's states hold activations only; a sharded rank's
      * collectives are not among its edges. */
     if (P->o->budget_kind == REMAT_BUDGET_NONE || P->o->extras.sharding)
         return REMAT_OK;
-    uint32_t n_act = 0;
+    class_state S;
+    memset(&S, 0, sizeof S);
+    S.P = P;
+    S.a = a;
+    S.g = g;
+    S.n = g->n_ops;
+    S.T = g->n_ops + a->n_bwd;
+    S.budget = P->o->budget;
+    S.ub = lim && lim->ub ? lim->ub : CLASS_INF;
     for (uint32_t t = 0; t < g->n_tensors; t++)
-        n_act += g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
-    if (n_act > CLASS_MAX_ACT || (uint64_t)(T + 1) << n_act > CLASS_MAX_STATES)
+        S.n_act += g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
+    if (S.n_act > CLASS_MAX_ACT)
         return REMAT_OK;
-    const uint32_t S = 1u << n_act;
-    const size_t N = (size_t)(T + 1) * S;
-    uint32_t *bit = remat__calloc(g->n_tensors ? g->n_tensors : 1, sizeof *bit);
-    uint32_t *act = remat__calloc(n_act ? n_act : 1, sizeof *act);
-    uint32_t *smask = remat__calloc(n_act ? n_act : 1, sizeof *smask); /* per member: its storage's members */
-    uint64_t *sbytes = remat__calloc(n_act ? n_act : 1, sizeof *sbytes);
-    uint64_t *mbytes = remat__calloc(S, sizeof *mbytes);
-    uint64_t *pre = remat__calloc((size_t)T + 1, sizeof *pre), *hw = remat__calloc((size_t)T + 1, sizeof *hw);
-    uint32_t *in_m = remat__calloc(n ? n : 1, sizeof *in_m), *out_m = remat__calloc(n ? n : 1, sizeof *out_m);
-    uint32_t *save_m = remat__calloc(n ? n : 1, sizeof *save_m);
-    uint32_t *need = remat__calloc(n_act ? n_act : 1, sizeof *need);
-    uint32_t *alive = remat__calloc((size_t)T + 1, sizeof *alive);
-    node *nd = remat__array(N, sizeof *nd);
-    uint8_t *done = remat__calloc(N, 1);
-    heap h = {NULL, NULL, 0, 0};
-    remat_status st = REMAT_OK;
-    if (!bit || !act || !smask || !sbytes || !mbytes || !pre || !hw || !in_m || !out_m || !save_m || !need || !alive || !nd ||
-        !done) {
+    const uint64_t max_exp = lim && lim->expansions ? lim->expansions : CLASS_DEFAULT_EXPANSIONS;
+    const uint64_t max_work = lim && lim->work ? lim->work : UINT64_MAX;
+    S.max_nd = lim && lim->states ? lim->states : CLASS_DEFAULT_STATES;
+    if (S.max_nd < 2)
+        S.max_nd = 2;
+    const double deadline = lim ? lim->deadline : 0;
+    int usable = 0;
+    remat_status st = remat__class_prepare(&S, &usable);
+    if (st != REMAT_OK || !usable) {
+        remat__class_release(&S);
+        return st;
+    }
+    S.slot_mask = 4095;
+    S.slot = remat__calloc(S.slot_mask + 1, sizeof *S.slot);
+    if (!S.slot) {
+        remat__class_release(&S);
+        return remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+    }
+    /* The root: nothing done, nothing resident. */
+    uint64_t h0 = remat__class_estimate(&S, 0, 0);
+    if (h0 == CLASS_INF || h0 >= S.ub) {
+        /* Nothing of the class can run, or cost less than the incumbent. */
+        *ran = 1;
+        *lb = h0 == CLASS_INF ? CLASS_INF : S.ub;
+        if (h0 != CLASS_INF && S.ub == CLASS_INF)
+            *lb = h0;
+        remat__class_release(&S);
+        return REMAT_OK;
+    }
+    S.nd = remat__array(4096, sizeof *S.nd);
+    S.cap_nd = 4096;
+    if (!S.nd || !cheap_push(&S.heap, (class_hentry){h0, 0, 0, 0})) {
+        remat__class_release(&S);
+        return remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+    }
+    S.nd[0] = (class_node){0, 0, h0, 0, 0, 0};
+    S.n_nd = 1;
+    S.slot[hash_of(0, 0) & S.slot_mask] = 1;
+    uint64_t expansions = 0, last_f = h0, ticks = 0;
+    uint32_t goal = UINT32_MAX;
+    int stopped = 0;
+    remat_schedule_init(&S.found);
+    /* A first dive from the root gives an incumbent (or a better one). */
+    if (!dive(&S, 0, &expansions))
         st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
-        goto done_;
-    }
-    for (uint32_t t = 0, k = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION) {
-            bit[t] = k;
-            act[k++] = t;
-        }
-    /* Storages: a member's storage is resident when any member is. Only
-     * the root's own bytes count, once. */
-    for (uint32_t i = 0; i < n_act; i++) {
-        uint32_t r = g->tensors[act[i]].storage;
-        for (uint32_t j = 0; j < n_act; j++)
-            if (g->tensors[act[j]].storage == r)
-                smask[i] |= 1u << j;
-        sbytes[i] = act[i] == r ? g->tensors[r].bytes : 0;
-    }
-    for (uint32_t m = 1; m < S; m++) {
-        uint64_t b = 0;
-        for (uint32_t i = 0; i < n_act; i++) {
-            uint32_t root = g->tensors[act[i]].storage;
-            if (act[i] != root || root == REMAT_NONE) {
-                /* A view of a leaf owns nothing; a view of an activation is
-                 * counted through its root's entry below. */
-                continue;
-            }
-            if (m & smask[i])
-                b += sbytes[i];
-        }
-        mbytes[m] = b;
-    }
-    /* need(v): the last step that may read v, directly or as an input of
-     * a recomputation of something read later (a view keeps its root). A
-     * state drops what no later step can need: freeing it costs nothing,
-     * and keeping it can only cost memory. */
-    for (uint32_t i = 0; i < n_act; i++) {
-        uint32_t v = act[i], ne = REMAT_NONE;
-        for (uint32_t j = a->cons_off[v]; j < a->cons_off[v + 1]; j++)
-            ne = remat__later_step(ne, a->pos[a->cons[j]]);
-        for (uint32_t j = a->saver_off[v]; j < a->saver_off[v + 1]; j++)
-            ne = remat__later_step(ne, a->bwd_step[a->savers[j]]);
-        need[i] = ne;
-    }
-    for (uint32_t q = n; q-- > 0;) {
-        const remat_op *op = &g->ops[a->order[q]];
-        const uint32_t *in = remat_op_inputs(g, op), *outs = remat_op_outputs(g, op);
-        uint32_t ne = REMAT_NONE;
-        for (uint32_t j = 0; j < op->n_out; j++)
-            if (g->tensors[outs[j]].kind == REMAT_TENSOR_ACTIVATION) {
-                uint32_t o = bit[outs[j]], r = g->tensors[outs[j]].storage;
-                ne = remat__later_step(ne, need[o]);
-                if (r != outs[j] && r != REMAT_NONE && g->tensors[r].kind == REMAT_TENSOR_ACTIVATION)
-                    need[bit[r]] = remat__later_step(need[bit[r]], need[o]);
-            }
-        if (!op->recomputable)
+    while (S.heap.n > 0 && st == REMAT_OK) {
+        class_hentry e = S.heap.v[0];
+        const class_node *x0 = &S.nd[e.node];
+        if (e.g != x0->g || e.f >= S.ub) { /* improved since it was pushed, or no better than the incumbent */
+            cheap_pop(&S.heap);
             continue;
-        for (uint32_t i = 0; i < op->n_in; i++)
-            if (g->tensors[in[i]].kind == REMAT_TENSOR_ACTIVATION)
-                need[bit[in[i]]] = remat__later_step(need[bit[in[i]]], ne);
-    }
-    for (uint32_t p = 0; p <= T; p++)
-        for (uint32_t i = 0; i < n_act; i++)
-            if (need[i] != REMAT_NONE && need[i] >= p)
-                alive[p] |= 1u << i;
-    for (uint32_t k = 0; k < n; k++) {
-        const remat_op *op = &g->ops[k];
-        in_m[k] = bits_of(g, bit, remat_op_inputs(g, op), op->n_in);
-        out_m[k] = bits_of(g, bit, remat_op_outputs(g, op), op->n_out);
-        save_m[k] = bits_of(g, bit, remat_op_saves(g, op), op->n_save);
-    }
-    /* The non-activation part, from the store-all replay. */
-    {
-        remat_err local;
-        remat_err_init(&local);
-        st = remat__fixed_profile(P, &P->o->extras, pre, hw, &local);
-        if (st != REMAT_OK) {
-            st = remat_err_set(P->err, st, "class search: %s", local.msg);
-            goto done_;
         }
-    }
-    for (size_t i = 0; i < N; i++)
-        nd[i].cost = UINT64_MAX;
-    nd[0].cost = 0;
-    if (!heap_push(&h, 0, 0)) {
-        st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
-        goto done_;
-    }
-    size_t goal = SIZE_MAX;
-    while (h.n > 0 && st == REMAT_OK) {
-        uint32_t u = heap_pop(&h);
-        if (done[u])
-            continue;
-        done[u] = 1;
-        const uint32_t p = u / S, mask = u % S;
-        const uint64_t cu = nd[u].cost;
-        if (p == T) {
-            if (hw[T] + mbytes[mask] <= budget) {
+        if (expansions >= max_exp || S.work >= max_work ||
+            (deadline > 0 && ++ticks % 256 == 0 && remat__exact_now() > deadline)) {
+            stopped = 1; /* e stays on the frontier: its f is the least there */
+            break;
+        }
+        cheap_pop(&S.heap);
+        expansions++;
+        S.work += 8;
+        last_f = e.f;
+        const uint32_t u = e.node, p = x0->p;
+        const uint64_t mask = x0->mask, cu = x0->g;
+        if (p == S.T) {
+            if (S.hw[S.T] + remat__class_bytes(&S, mask) <= S.budget) {
                 goal = u;
                 break;
             }
-        }
-#define RELAX(v_, add_, instr_)                                                                                        \
-    do {                                                                                                               \
-        uint32_t v = (v_);                                                                                             \
-        uint64_t c = cu + (add_);                                                                                      \
-        if (!done[v] && c < nd[v].cost) {                                                                              \
-            nd[v].cost = c;                                                                                            \
-            nd[v].prev = u;                                                                                            \
-            nd[v].instr = (instr_);                                                                                    \
-            if (!heap_push(&h, c, v))                                                                                  \
-                st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");                        \
-        }                                                                                                              \
-    } while (0)
-        for (uint32_t i = 0; i < n_act; i++)
-            if (mask >> i & 1)
-                RELAX(p * S + (mask & ~(1u << i)), 0, (uint32_t)REMAT_I_FREE << 24 | act[i]);
-        if (p == T)
             continue;
-        const uint32_t lim = p < n ? p : n;
-        for (uint32_t q = 0; q < lim; q++) {
-            uint32_t k = a->order[q];
-            const remat_op *op = &g->ops[k];
-            if (!op->recomputable || (in_m[k] & ~mask) || !(out_m[k] & ~mask))
-                continue;
-            uint32_t nm = mask | out_m[k];
-            if (pre[p] + mbytes[nm] + op->workspace <= budget)
-                RELAX(p * S + nm, op->flops, (uint32_t)REMAT_I_RECOMPUTE << 24 | k);
         }
-        if (p < n) {
-            uint32_t k = a->order[p];
-            uint32_t nm = mask | out_m[k];
-            if (!(in_m[k] & ~mask) && hw[p] + mbytes[nm] <= budget)
-                RELAX((p + 1) * S + (nm & alive[p + 1]), 0, (uint32_t)REMAT_I_FWD << 24 | k);
-        } else {
-            uint32_t k = a->bwd_order[p - n];
-            if (!(save_m[k] & ~mask) && hw[p] + mbytes[mask] <= budget)
-                RELAX((p + 1) * S + (mask & alive[p + 1]), 0, (uint32_t)REMAT_I_BWD << 24 | k);
-        }
-#undef RELAX
-    }
-    *ran = st == REMAT_OK;
-    if (st == REMAT_OK && goal != SIZE_MAX) {
-        *opt = nd[goal].cost;
-        uint32_t len = 0;
-        for (size_t v = goal; v != 0; v = nd[v].prev)
-            len++;
-        uint32_t *path = remat__array(len ? len : 1, sizeof *path);
-        if (!path) {
+        /* Now and then a dive from the best open state: the frontier can
+         * hold a plateau of equal f that best-first alone crosses slowly. */
+        if (expansions % CLASS_DIVE_EVERY == 0 && !dive(&S, u, &expansions)) {
             st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
-            goto done_;
+            break;
         }
-        uint32_t i = len;
-        for (size_t v = goal; v != 0; v = nd[v].prev)
-            path[--i] = nd[v].instr;
-        remat_schedule_clear(out);
-        /* Replay the path's masks to write the frees that the step edges
-         * made implicitly (what no later step needs), right after the step. */
-        uint32_t mask = 0;
-        for (i = 0; i < len && st == REMAT_OK; i++) {
-            remat_instr_kind kind = (remat_instr_kind)(path[i] >> 24);
-            uint32_t arg = path[i] & 0xffffff, p = 0, drop = 0;
-            if (remat_schedule_push(out, kind, arg) != REMAT_OK)
+        int r = edges(&S, u, p, mask, cu);
+        if (r == 0)
+            st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+        else if (r == 2) {
+            stopped = 1; /* the state table is full; the frontier still bounds */
+            break;
+        }
+    }
+    if (st == REMAT_OK) {
+        if (goal != UINT32_MAX) {
+            /* Popped at the least f, below every incumbent: the optimum. */
+            *ran = 1;
+            *opt = *lb = S.nd[goal].g;
+            if (!write_path(&S, goal, out) || remat_schedule_push(out, REMAT_I_OPT, 0) != REMAT_OK)
                 st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
-            if (kind == REMAT_I_FREE) {
-                mask &= ~(1u << bit[arg]);
-            } else if (kind == REMAT_I_RECOMPUTE) {
-                mask |= out_m[arg];
-            } else {
-                mask |= kind == REMAT_I_FWD ? out_m[arg] : 0;
-                p = kind == REMAT_I_FWD ? a->pos[arg] + 1 : a->bwd_step[arg] + 1;
-                drop = mask & ~alive[p];
-                mask &= alive[p];
+        } else {
+            if (S.own) {
+                /* A dive's schedule, cheaper than the caller's incumbent. */
+                *opt = S.ub;
+                remat_schedule_destroy(out);
+                *out = S.found;
+                remat_schedule_init(&S.found);
             }
-            for (uint32_t j = 0; j < n_act && st == REMAT_OK; j++)
-                if (drop >> j & 1 && remat_schedule_push(out, REMAT_I_FREE, act[j]) != REMAT_OK)
-                    st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
+            if (stopped) {
+                /* The least f among fresh frontier entries (stale ones have
+                 * a larger f than their fresh twin) and of the state being
+                 * expanded when the table filled (some of its successors may
+                 * be missing), never above the incumbent, below which
+                 * everything was searched. */
+                uint64_t best = last_f < S.ub ? last_f : S.ub;
+                for (size_t i = 0; i < S.heap.n; i++) {
+                    const class_hentry *h = &S.heap.v[i];
+                    if (h->g == S.nd[h->node].g && h->f < best)
+                        best = h->f;
+                }
+                *lb = best;
+            } else {
+                /* Everything below the incumbent searched: nothing cheaper. */
+                *ran = 1;
+                *lb = S.ub;
+            }
         }
-        if (st == REMAT_OK && remat_schedule_push(out, REMAT_I_OPT, 0) != REMAT_OK)
-            st = remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
-        remat__free(path);
     }
-done_:
-    remat__free(bit);
-    remat__free(act);
-    remat__free(smask);
-    remat__free(sbytes);
-    remat__free(mbytes);
-    remat__free(pre);
-    remat__free(hw);
-    remat__free(in_m);
-    remat__free(out_m);
-    remat__free(save_m);
-    remat__free(need);
-    remat__free(alive);
-    remat__free(nd);
-    remat__free(done);
-    remat__free(h.cost);
-    remat__free(h.state);
+    remat_schedule_destroy(&S.found);
+    if (lim)
+        lim->expanded = expansions;
+    remat__class_release(&S);
+    return st;
+}
+
+remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran)
+{
+    uint64_t lb = 0;
+    remat_status st = remat__class_search_within(P, NULL, out, opt, &lb, ran);
+    /* The old contract: ran means the optimum is known (or none fits). */
+    if (st == REMAT_OK && *ran && *opt == CLASS_INF && lb != CLASS_INF)
+        *ran = 0;
     return st;
 }

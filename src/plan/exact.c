@@ -57,6 +57,8 @@
  * useful within a time limit measured in seconds. */
 #define EXACT_MAX_OPS 200
 #define EXACT_DEFAULT_SECONDS 10.0
+/* The class search's state table before the program (40 bytes a state). */
+#define EXACT_CLASS_STATES 4000000u
 /* Re-solves after a replay over the budget (floating-point tolerance). */
 #define EXACT_MAX_RESOLVES 3
 /* Under a work limit (remat_planner.exact_nodes) the deadline only stops a
@@ -458,14 +460,26 @@ static remat_status trivial(remat_planner *P, remat_plan *out, const char *why, 
 /* The optimum of the fixed-order class when class_search.c can take the
  * graph and a schedule of it fits: *ran = 1 and out holds it. Anything
  * else leaves *ran = 0 (the program takes over). */
-static remat_status class_optimum(remat_planner *P, remat_plan *out, double t0, double limit, int *ran)
+static remat_status class_optimum(remat_planner *P, remat_plan *out, double t0, double limit, int *ran,
+                                  uint64_t *lb, remat_schedule *found)
 {
     remat_schedule cs;
     remat_schedule_init(&cs);
     uint64_t opt = 0;
     int searched = 0;
     *ran = 0;
-    remat_status st = remat__class_search(P, &cs, &opt, &searched);
+    /* 0.15 of the time limit, and states to about 300 MB; what is left
+     * goes to the program, which starts from the search's bound and its
+     * best schedule (found). */
+    remat_class_limits lim = {0, UINT64_MAX, EXACT_CLASS_STATES, t0 + 0.15 * limit, 0, 0};
+    remat_status st = remat__class_search_within(P, &lim, &cs, &opt, lb, &searched);
+    if (*lb == UINT64_MAX) /* nothing of the class fits: the program says why */
+        *lb = 0;
+    if (st == REMAT_OK && !searched && opt != UINT64_MAX) {
+        remat_schedule t = *found;
+        *found = cs;
+        cs = t;
+    }
     remat_eval e;
     if (st == REMAT_OK && searched && opt != UINT64_MAX && cs.n > 0)
         st = remat__eval_schedule(P, &cs, &e);
@@ -527,11 +541,21 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
      * class, which contains the program's class, finds the optimum of both
      * in a fraction of a second where branch and bound needs seconds
      * (issue 20). Its schedule, replayed, is returned with that claim. */
+    uint64_t class_lb = 0;
+    remat_schedule class_found;
+    remat_schedule_init(&class_found);
+    const double t_start = t0;
     if (!P->in_exact && !P->incumbent && !o->exact_milp) {
         int ran = 0;
-        st = class_optimum(P, out, t0, limit, &ran);
-        if (st != REMAT_OK || ran)
+        st = class_optimum(P, out, t0, limit, &ran, &class_lb, &class_found);
+        if (st != REMAT_OK || ran) {
+            remat_schedule_destroy(&class_found);
             return st;
+        }
+        /* The program's phases share what the search left of the limit. */
+        double now = remat__exact_now();
+        limit -= now - t0;
+        t0 = now;
     }
 
     exact_model M;
@@ -554,10 +578,13 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
      * plan), and the best proven bound: the fixed-order class contains the
      * program's, so its bound holds here too, and an incumbent that meets it
      * needs no solver. */
-    uint64_t known = P->known_bound;
+    uint64_t known = P->known_bound > class_lb ? P->known_bound : class_lb;
     int known_infeasible = 0;
     if (st == REMAT_OK && P->incumbent)
         st = remat__exact_offer(P, &M, &pool, P->incumbent, "incumbent", NULL);
+    if (st == REMAT_OK && class_found.n > 0)
+        st = remat__exact_offer(P, &M, &pool, &class_found, "class-search", NULL);
+    remat_schedule_destroy(&class_found);
     if (st == REMAT_OK && !known) {
         uint64_t kb = 0;
         st = remat__bound_extra(P, &kb, &known_infeasible);
@@ -648,7 +675,7 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
             "\"warm_start\": \"%s\", \"known_bound\": %llu, \"candidates\": %llu, \"resolves\": %u, \"nodes\": %llu}",
             status, (unsigned long long)objective, (unsigned long long)bound, gap,
             full ? "full" : "no forward recompute", vars, ints, rows, nnz, g->n_ops + P->a->n_bwd, solve_seconds,
-            remat__exact_now() - t0, limit,
+            remat__exact_now() - t_start, limit + (t0 - t_start),
             closed        ? "not run: the incumbent meets the bound"
             : !solved     ? "skipped: program too large"
             : r0.finished ? "finished"

@@ -122,12 +122,35 @@ remat_status remat__fixed_profile(const remat_planner *P, const remat_exec_extra
 remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible);
 
 /* The least extra FLOPs over every schedule of that class within P's
- * budget, by a shortest-path search over (step, resident activations), and
- * a schedule that reaches it (class_search.c). Runs only when
- * (steps + 1) * 2^activations is at most 2^22 (*ran = 0 otherwise, and
- * nothing else is touched); *opt = UINT64_MAX when no schedule of the
- * class fits. The schedule is still to be replayed by the caller. */
+ * budget, by a best-first search over (step, resident activations), and a
+ * schedule that reaches it (class_search.c), under the default limits
+ * below. *ran = 1 when the optimum is known (*opt = UINT64_MAX when no
+ * schedule of the class fits), else 0 and nothing else is touched. The
+ * schedule is still to be replayed by the caller. */
 remat_status remat__class_search(remat_planner *P, remat_schedule *out, uint64_t *opt, int *ran);
+
+/* The same search under limits, with a proven bound when it stops early
+ * (class_search.c). ub: an incumbent's extra FLOPs (0: none); states that
+ * cannot beat it are never opened. expansions and states cap the work (0:
+ * defaults, 4 x 10^5 and 2 x 10^6), deadline (remat__exact_now's clock; 0:
+ * none) the time; expanded reports the work done. On return: *ran = 1 when
+ * the search finished: *opt is the optimum and out its schedule, or *opt =
+ * UINT64_MAX and *lb = ub (nothing in the class is cheaper than the
+ * incumbent; UINT64_MAX: nothing in the class fits). *ran = 0: stopped by a
+ * limit (*lb the least cost the search has not ruled out, a proven lower
+ * bound), or the graph is out of its reach (more than 64 activations, or
+ * an op touching more than 12: *lb = 0). */
+typedef struct remat_class_limits {
+    uint64_t ub;
+    uint64_t expansions;
+    uint32_t states;
+    double deadline;
+    uint64_t expanded;
+    uint64_t work; /* 0: none; else a cap on work units (8 an expansion, 4 a state looked up, 4 a state
+                    * estimated and 1 per step and storage the estimate visits: about 10 ns each) */
+} remat_class_limits;
+remat_status remat__class_search_within(remat_planner *P, remat_class_limits *lim, remat_schedule *out,
+                                        uint64_t *opt, uint64_t *lb, int *ran);
 
 /* Allocates out->keep (all zero). */
 remat_status remat__plan_alloc_keep(remat_planner *P, remat_plan *out);

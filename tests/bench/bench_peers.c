@@ -19,9 +19,10 @@
  * activation peak) and at the README's budgets, every strategy's
  * feasibility, overhead (extra / (forward + backward)) and plan time, all
  * under --activation-budget, which is the quantity Checkmate's budget caps
- * (graphs/README.md). exact gets a bounded GLPK time limit (PEERS_EXACT_S,
- * default 10 s; printed). Without the directory the section says so and
- * passes: the tests never depend on it. Figures only, never pass/fail.
+ * (graphs/README.md). exact gets a bounded time limit (PEERS_EXACT_S,
+ * default 10 s; printed); auto is bounded by work, and the limit only caps
+ * it. Without the directory the section says so and passes: the tests
+ * never depend on it. Figures only, never pass/fail.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -216,7 +217,7 @@ static void one_graph(const char *dir, const char *file, const ref_row *refs, in
             nr[b] = 0;
         }
     }
-    printf("  activation budgets (GB = 10^9 B; exact: GLPK time limit %g s): overhead %% / plan time ms, "
+    printf("  activation budgets (GB = 10^9 B; exact: time limit %g s): overhead %% / plan time ms, "
            "or 'no' (infeasible)\n",
            exact_s);
     printf("  %-28s", "strategy");
