@@ -51,12 +51,26 @@ remat_report_format remat_cli_format(remat_report_doc doc, int json);
 int remat_cli_exit_for(remat_status st);
 
 /* err's message with the library's API parameter names spelled as this
- * command's flags ("use a larger dp_step" -> "use a larger --dp-step"), in
- * out[0..cap) or err's own text when nothing changes; for argument errors
- * and unmet budgets only (other messages may quote a graph's ids). Every
- * message of the library that reaches the user passes through it:
- * remat_cli_fail does so, and so must a command that prints one itself. */
+ * command's flags, in out[0..cap). A backquoted parameter ("`zero_stage`")
+ * is mapped in any message; a leading remat_plan_options name ("strategy:")
+ * and one with an underscore ("use a larger dp_step" -> "use a larger
+ * --dp-step") only in argument errors and unmet budgets (other messages may
+ * quote a graph's ids). Every message of the library that reaches the user
+ * passes through it: remat_cli_fail and remat_cli_usage_err do so, and so
+ * must a command that prints one itself. */
 const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap);
+
+/* The mapping above on text msg (a ledger note, say): plain (nonzero)
+ * applies the plain-name rules too. Writes out[0..cap), returns its length. */
+size_t remat_cli_text_in_flags(const char *msg, int plain, char *out, size_t cap);
+
+/* remat_cli_usage_error(cmd, ...) with err's message in flags. */
+int remat_cli_usage_err(const char *cmd, const remat_err *err);
+
+/* The flag of remat_gen_options field name (n bytes: "param_every" ->
+ * "--param-every", "hidden" -> "-h/--hidden") from gen's option table, in
+ * flag[0..cap); 0 when it is none. */
+int remat_cli_gen_flag(const char *name, size_t n, char *flag, size_t cap);
 
 /* Prints "remat: <msg>" to stderr and returns the exit code for err. */
 int remat_cli_fail(const remat_err *err);

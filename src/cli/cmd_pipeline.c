@@ -48,7 +48,7 @@ int remat_cli_pp_option(const char *cmd, int c, const char *arg, remat_cli_pp *p
         return 0;
     case REMAT_PPOPT_SCHEDULE:
         if (remat_pp_parse_schedule(arg, &p->c, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         p->extra = 1;
         return 0;
     case REMAT_PPOPT_STAGES:
@@ -79,7 +79,7 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p)
     remat_err err;
     remat_err_init(&err);
     if (remat_pp_check(&p->c, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     return REMAT_EXIT_OK;
 }
 
@@ -157,14 +157,14 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
         if (n > 256)
             return remat_cli_usage_error(cmd, "--pp-stages: at most 256 stages");
         if (remat_pp_parse_stages(p->stages, a->g->n_ops, n, cuts_buf, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         cuts = cuts_buf;
     }
     remat_pp_result r;
     remat_status st = remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
     int rc;
     if (st == REMAT_EINVAL)
-        rc = remat_cli_usage_error(cmd, "%s", err.msg);
+        rc = remat_cli_usage_err(cmd, &err);
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {

@@ -66,7 +66,7 @@ int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_p
     remat_err err;
     remat_err_init(&err);
     if (remat_parse_bytes(arg, name, &o->budget, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     o->budget_kind = total ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
     return REMAT_EXIT_OK;
 }
@@ -173,7 +173,7 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     size_t len = strlen(in->name);
     if (strncmp(err.msg, in->name, len) == 0 && err.msg[len] == ':')
         return remat_cli_usage_error(cmd, "--%s%s", flag, err.msg + len);
-    return remat_cli_usage_error(cmd, "%s", err.msg);
+    return remat_cli_usage_err(cmd, &err);
 }
 
 /* In logical mode the budget caps the accounted peak; a static offset plan

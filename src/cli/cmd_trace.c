@@ -162,7 +162,7 @@ int cmd_trace(int argc, char **argv)
             if (budget_given)
                 return remat_cli_usage_error("trace", "give one of --budget and --activation-budget, not both");
             if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
-                return remat_cli_usage_error("trace", "%s", err.msg);
+                return remat_cli_usage_err("trace", &err);
             o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
             budget_given = 1;
             break;

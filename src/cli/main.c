@@ -158,11 +158,61 @@ void remat_cli_put_escaped(FILE *f, const char *s)
     }
 }
 
-/* The flag that spells API parameter name (a remat_plan_options field:
- * "strategy", "dp_step", ...) on this command line, in flag[0..cap), or 0
- * when name (n bytes) is no such parameter. The table is the library's, so
- * a new option is mapped with no edit here. */
-static int flag_for(const char *name, size_t n, char *flag, size_t cap)
+/* The library's parameters that are not remat_plan_options fields (those
+ * map by rule: dp_step is --dp-step), each beside the flag that sets it on
+ * this command line. A library message writes such a name in backquotes
+ * ("`zero_stage`: stage 4 does not exist"); names of gen's options come
+ * from cmd_gen's own option table (remat_cli_gen_flag). */
+static const struct {
+    const char *param, *flag;
+} param_flags[] = {
+    /* remat_ledger_config and remat_ledger_from_count */
+    {"weights", "--weights"},
+    {"grads", "--grads"},
+    {"states", "--states"},
+    {"master", "--master"},
+    {"comm", "--comm"},
+    {"optimizer", "--optimizer"},
+    {"adafactor_beta1", "--adafactor-beta1"},
+    {"block", "--block"},
+    {"min_8bit", "--min-8bit"},
+    {"frozen_copies", "--frozen-copies"},
+    {"zero_stage", "--zero"},
+    {"dp", "--dp"},
+    {"bucket_bytes", "--bucket"},
+    {"bucket_elements", "--bucket-elements"},
+    {"prefetch", "--prefetch"},
+    {"persist_threshold", "--stage3-persistence"},
+    {"offload_optimizer", "--offload-optimizer"},
+    {"step", "--adam-step"},
+    {"sub_group", "--sub-group-size"},
+    {"workspace", "--workspace"},
+    {"reserve", "--reserve"},
+    {"n_params", "--params"},
+    {"remat_ledger_from_graph", "--graph"},
+    /* remat_shard_config, remat_zero_redundancy_init, remat_exec_extras */
+    {"stage", "--zero"},
+    {"remat_shard_config.elem_bytes", "--weights"},
+    {"remat_zero_redundancy_init.elem_bytes", "--weights"},
+    {"sharding", "--dp N and --zero K"},
+    /* remat_pp_config and the pipeline planner */
+    {"remat_pp_config", "--pp"},
+    {"stages", "--pp"},
+    {"microbatches", "--microbatches"},
+    {"remat_pp_config.kind", "--pp-schedule"},
+    {"remat_pp_parse_schedule", "--pp-schedule"},
+    {"remat_pp_parse_stages", "--pp-stages"},
+    {"REMAT_BUDGET_ACTIVATION", "--activation-budget"},
+    {"REMAT_BUDGET_TOTAL", "--budget"},
+    {"extras", "the ledger's options"},
+    /* remat_numeric_replay's scale */
+    {"scale", "--scale"},
+};
+
+/* The flag of remat_plan_options field (or "strategy") name, n bytes, in
+ * flag[0..cap); 0 when it is none. The table is the library's, so a new
+ * option is mapped with no edit here. */
+static int plan_flag_for(const char *name, size_t n, char *flag, size_t cap)
 {
     size_t count;
     const remat_plan_option_info *t = remat_plan_option_table(&count);
@@ -178,23 +228,28 @@ static int flag_for(const char *name, size_t n, char *flag, size_t cap)
     return 1;
 }
 
+/* The flag of any library parameter name (n bytes), as above. */
+static int flag_for(const char *name, size_t n, char *flag, size_t cap)
+{
+    if (plan_flag_for(name, n, flag, cap) || remat_cli_gen_flag(name, n, flag, cap))
+        return 1;
+    for (size_t i = 0; i < sizeof param_flags / sizeof param_flags[0]; i++)
+        if (strlen(param_flags[i].param) == n && strncmp(param_flags[i].param, name, n) == 0) {
+            if (strlen(param_flags[i].flag) >= cap)
+                return 0;
+            strcpy(flag, param_flags[i].flag);
+            return 1;
+        }
+    return 0;
+}
+
 static int word_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
-/* The library's messages about a bad argument name its API parameters; the
- * user of this command typed flags, so the message is told in those: a
- * leading "strategy:" becomes "--strategy:", and a parameter whose name has
- * an underscore (no English word does) becomes its flag wherever it stands
- * as a whole word ("use a larger dp_step" -> "use a larger --dp-step").
- * Only for argument errors and unmet budgets: other messages quote the
- * user's graph, whose ids may be anything. */
-const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
+size_t remat_cli_text_in_flags(const char *msg, int plain, char *out, size_t cap)
 {
-    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
-    if (err->code != REMAT_EINVAL && err->code != REMAT_EINFEASIBLE)
-        return msg;
     size_t k = 0;
     char flag[64];
     for (const char *p = msg; *p && k + 1 < cap;) {
@@ -202,8 +257,23 @@ const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
         while (word_char(*e))
             e++;
         size_t n = (size_t)(e - p);
+        if (*p == '`') {
+            /* `name`: a parameter, whatever the message's code. */
+            const char *q = p + 1;
+            while (word_char(*q) || *q == '.') /* "remat_shard_config.elem_bytes" */
+                q++;
+            if (*q == '`' && q > p + 1 && flag_for(p + 1, (size_t)(q - p - 1), flag, sizeof flag)) {
+                for (const char *f = flag; *f && k + 1 < cap; f++)
+                    out[k++] = *f;
+                p = q + 1;
+                continue;
+            }
+            out[k++] = *p++;
+            continue;
+        }
         int lead = p == msg && *e == ':';
-        if (n && (lead || memchr(p, '_', n)) && (p == msg || !word_char(p[-1])) && flag_for(p, n, flag, sizeof flag)) {
+        if (plain && n && (lead || memchr(p, '_', n)) && (p == msg || !word_char(p[-1])) &&
+            plan_flag_for(p, n, flag, sizeof flag)) {
             for (const char *f = flag; *f && k + 1 < cap; f++)
                 out[k++] = *f;
             p = e;
@@ -215,7 +285,28 @@ const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
         }
     }
     out[k] = '\0';
+    return k;
+}
+
+/* The library's messages about a bad argument name its API parameters; the
+ * user of this command typed flags, so the message is told in those. A
+ * backquoted name ("`zero_stage`") is a parameter wherever it stands; so,
+ * in argument errors and unmet budgets only (other messages may quote the
+ * user's graph, whose ids may be anything), are a leading remat_plan_options
+ * name ("strategy:" becomes "--strategy:") and one whose name has an
+ * underscore (no English word does) standing as a whole word ("use a larger
+ * dp_step" -> "use a larger --dp-step"). */
+const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
+{
+    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
+    remat_cli_text_in_flags(msg, err->code == REMAT_EINVAL || err->code == REMAT_EINFEASIBLE, out, cap);
     return out;
+}
+
+int remat_cli_usage_err(const char *cmd, const remat_err *err)
+{
+    char buf[2 * REMAT_ERR_MSG_MAX];
+    return remat_cli_usage_error(cmd, "%s", remat_cli_in_flags(err, buf, sizeof buf));
 }
 
 int remat_cli_fail(const remat_err *err)

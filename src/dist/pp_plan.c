@@ -213,11 +213,11 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     if (s != REMAT_OK)
         return s;
     if (o->budget_kind == REMAT_BUDGET_ACTIVATION)
-        return remat_err_set(err, REMAT_EINVAL, "--activation-budget with --pp: a device's budget caps its whole "
-                                                "peak; use --budget");
+        return remat_err_set(err, REMAT_EINVAL, "`REMAT_BUDGET_ACTIVATION` with `remat_pp_config`: a device's budget "
+                                                "caps its whole peak; use `REMAT_BUDGET_TOTAL`");
     const remat_exec_extras none = {0};
     if (memcmp(&o->extras, &none, sizeof none) != 0)
-        return remat_err_set(err, REMAT_EINVAL, "--pp does not take the ledger's options yet (each stage would need "
+        return remat_err_set(err, REMAT_EINVAL, "`remat_pp_config` does not take `extras` yet (each stage would need "
                                                 "its own share of the optimizer state)");
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;
