@@ -17,7 +17,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-MAX_LINES=${MAX_LINES:-850}
+MAX_LINES=${MAX_LINES:-800}
 
 # may FOLDER: the folders FOLDER may use, directly or through the ladder.
 may() {

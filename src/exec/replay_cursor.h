@@ -66,9 +66,11 @@ struct remat_replay_cursor {
  * (DTR) pays for the allocation once. O(tensors). */
 remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err);
 
-/* The step primitives of replay.c, for replay_shard.c: a failure naming
- * the instruction (REMAT_ESCHEDULE), live bytes in and out of a category,
- * the observer's events, and a step's open/add/close. */
+/* The step primitives, for replay.c's rules and replay_shard.c's: a
+ * failure naming the instruction (REMAT_ESCHEDULE, replay.c), and from
+ * replay_account.c live bytes in and out of a category, the observer's
+ * events, a step's open/add/close, and the category of a tensor's
+ * gradient. */
 remat_status remat__replay_invalid(remat_replay_cursor *R, remat_instr in, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -84,6 +86,7 @@ remat_status remat__replay_notify_free(remat_replay_cursor *R, uint32_t storage,
 void remat__replay_step_begin(remat_replay_cursor *R);
 remat_status remat__replay_step_add(remat_replay_cursor *R, remat_category c, uint64_t bytes);
 remat_status remat__replay_step_end(remat_replay_cursor *R, remat_instr in, uint64_t live_after);
+remat_category remat__replay_grad_category(const remat_tensor *t);
 
 /* replay_shard.c: stage 3's gathered-param check for the params among ts,
  * one collective instruction, and remat_replay of a compute schedule with
