@@ -48,6 +48,7 @@
 #define REMAT_PIPELINE_H
 
 #include "remat/plan.h"
+#include "remat/report.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,6 +130,8 @@ typedef struct remat_pp_stage {
 
 typedef struct remat_pp_result {
     remat_pp_config config;
+    bool cuts_given;            /* the stages are the caller's cuts (else balanced by `by`) */
+    remat_pp_balance by;
     uint32_t n_stages;          /* P * V */
     remat_pp_stage *stages;
     uint64_t *device_peak;      /* per device */
@@ -144,6 +147,16 @@ typedef struct remat_pp_result {
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err);
 void remat_pp_result_destroy(remat_pp_result *r);
+
+/* r as text lines ("pipeline 1f1b: 4 devices x 8 microbatches, ...", one
+ * row per stage, one peak line per device) or one JSON object {"pipeline",
+ * "budget" (total budgets only), "step_time", "busy", "bubble_fraction",
+ * "bubble_ratio", "stages": [...], "devices": [...], "largest"}; o is the
+ * options r was planned with (its budget is printed). The text names the
+ * caller's cuts as `cuts` (a front end spells its own option). Also
+ * remat_report_write's REMAT_DOC_PIPELINE. NULL on ENOMEM. O(stages). */
+char *remat_report_pipeline(const remat_pp_result *r, const remat_plan_options *o, remat_report_format fmt,
+                            size_t *len, remat_err *err);
 
 #ifdef __cplusplus
 }

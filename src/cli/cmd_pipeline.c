@@ -4,8 +4,9 @@
  * [--pp-balance flops|bytes]`: rematerialization per pipeline stage, each
  * device judged with the microbatches its schedule keeps in flight.
  *
- * The options are parsed here and the run is one call into the library
- * (remat/pipeline.h); this file only turns the result into lines or JSON.
+ * The options are parsed here, the run is one call into the library
+ * (remat/pipeline.h), and its report is the library's pipeline document
+ * (remat_report_write, REMAT_DOC_PIPELINE), in text or --json.
  * Durations are each stage's FLOPs (forward; backward with its
  * recomputation), so the step time is in FLOP units at one FLOP per unit:
  * the bubble and the ratios are what the schedule makes of them, and a time
@@ -83,68 +84,6 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p)
     return REMAT_EXIT_OK;
 }
 
-static void print_text(FILE *H, const remat_cli_pp *p, const remat_pp_result *r, const remat_plan_options *o)
-{
-    const remat_pp_config *c = &r->config;
-    char b1[64];
-    fprintf(H, "pipeline %s", remat_pp_kind_name(c->kind));
-    if (c->kind == REMAT_PP_INTERLEAVED)
-        fprintf(H, ":%u", c->chunks);
-    fprintf(H, ": %u devices x %u microbatches, %u stages %s\n", c->stages, c->microbatches, r->n_stages,
-            p->stages ? "as given (--pp-stages)"
-                      : p->by == REMAT_PP_BALANCE_BYTES ? "balanced by activation bytes" : "balanced by FLOPs");
-    if (o->budget_kind == REMAT_BUDGET_TOTAL)
-        fprintf(H, "budget (total, per device) %s: met\n", remat_format_bytes(o->budget, b1, sizeof b1));
-    const remat_pp_timeline *t = &r->timeline;
-    fprintf(H, "step %.6g FLOP-units (each stage's FLOPs as its duration), bubble %.2f%% of device time "
-               "(%.2f%% of the ideal)\n",
-            t->step_time, 100 * t->bubble_fraction, 100 * t->bubble_ratio);
-    fprintf(H, "%-6s %-5s %-13s %9s %14s %14s %14s %14s  %s\n", "device", "stage", "ops", "in flight", "persistent B",
-            "held B/mb", "running B", "recv/send B", "plan (extra FLOPs)");
-    for (uint32_t v = 0; v < r->n_stages; v++) {
-        const remat_pp_stage *s = &r->stages[v];
-        char ops[32], rs[48];
-        snprintf(ops, sizeof ops, "%u:%u", s->first, s->end);
-        snprintf(rs, sizeof rs, "%" PRIu64 "/%" PRIu64, s->recv_bytes, s->send_bytes);
-        fprintf(H, "%-6u %-5u %-13s %9u %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14s  %s (%" PRIu64 ")\n",
-                s->device, v, ops, t->max_in_flight[s->device], s->persistent, s->held, s->running, rs,
-                s->plan.strategy ? s->plan.strategy : "?", s->replay.flops_recompute);
-    }
-    for (uint32_t d = 0; d < c->stages; d++)
-        fprintf(H, "device %u peak %s, %u in flight%s\n", d, remat_format_bytes(r->device_peak[d], b1, sizeof b1),
-                t->max_in_flight[d], d == r->largest ? "  <- largest" : "");
-}
-
-static void print_json(FILE *H, const remat_pp_result *r, const remat_plan_options *o)
-{
-    const remat_pp_config *c = &r->config;
-    const remat_pp_timeline *t = &r->timeline;
-    fprintf(H, "{\"pipeline\": {\"schedule\": \"%s\", \"devices\": %u, \"microbatches\": %u, \"chunks\": %u},\n",
-            remat_pp_kind_name(c->kind), c->stages, c->microbatches, c->chunks);
-    if (o->budget_kind == REMAT_BUDGET_TOTAL)
-        fprintf(H, " \"budget\": %" PRIu64 ",\n", o->budget);
-    fprintf(H, " \"step_time\": %.17g, \"busy\": %.17g, \"bubble_fraction\": %.17g, \"bubble_ratio\": %.17g,\n",
-            t->step_time, t->busy, t->bubble_fraction, t->bubble_ratio);
-    fprintf(H, " \"stages\": [");
-    for (uint32_t v = 0; v < r->n_stages; v++) {
-        const remat_pp_stage *s = &r->stages[v];
-        fprintf(H,
-                "%s\n  {\"stage\": %u, \"device\": %u, \"chunk\": %u, \"first_op\": %u, \"end_op\": %u, "
-                "\"forward_flops\": %.17g, \"backward_flops\": %.17g, \"strategy\": \"%s\", \"extra_flops\": %" PRIu64
-                ", \"persistent\": %" PRIu64 ", \"held_per_microbatch\": %" PRIu64 ", \"running\": %" PRIu64
-                ", \"recv_bytes\": %" PRIu64 ", \"send_bytes\": %" PRIu64 ", \"one_microbatch_peak\": %" PRIu64 "}",
-                v ? "," : "", v, s->device, s->chunk, s->first, s->end, s->fwd_flops, s->bwd_flops,
-                s->plan.strategy ? s->plan.strategy : "?", s->replay.flops_recompute, s->persistent, s->held,
-                s->running, s->recv_bytes, s->send_bytes, s->replay.peak_bytes);
-    }
-    fprintf(H, "],\n \"devices\": [");
-    for (uint32_t d = 0; d < c->stages; d++)
-        fprintf(H, "%s\n  {\"device\": %u, \"in_flight\": %u, \"peak_bytes\": %" PRIu64 "}", d ? "," : "", d,
-                t->max_in_flight[d], r->device_peak[d]);
-    fprintf(H, "],\n \"largest\": {\"device\": %u, \"peak_bytes\": %" PRIu64 "}}\n", r->largest,
-            r->device_peak[r->largest]);
-}
-
 int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                      const remat_plan_options *o, int json, FILE *H)
 {
@@ -168,11 +107,22 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {
-        if (json)
-            print_json(H, &r, o);
-        else
-            print_text(H, p, &r, o);
-        rc = REMAT_EXIT_OK;
+        /* The pipeline document of the report table: its text names the
+         * caller's cuts as `cuts`, which this command calls --pp-stages. */
+        size_t len;
+        remat_report_input in = {.pipeline = &r, .o = o};
+        char *text = remat_report_write(REMAT_DOC_PIPELINE, &in, remat_cli_format(REMAT_DOC_PIPELINE, json), &len, &err);
+        if (!text) {
+            rc = remat_cli_fail(&err);
+        } else {
+            char *told = remat__malloc(2 * len + 1);
+            if (told)
+                remat_cli_text_in_flags(text, 0, told, 2 * len + 1);
+            fputs(told ? told : text, H);
+            remat__free(told);
+            rc = REMAT_EXIT_OK;
+        }
+        remat_free(text);
     }
     remat_pp_result_destroy(&r);
     return rc;

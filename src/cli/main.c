@@ -202,6 +202,7 @@ static const struct {
     {"remat_pp_config.kind", "--pp-schedule"},
     {"remat_pp_parse_schedule", "--pp-schedule"},
     {"remat_pp_parse_stages", "--pp-stages"},
+    {"cuts", "--pp-stages"},
     {"REMAT_BUDGET_ACTIVATION", "--activation-budget"},
     {"REMAT_BUDGET_TOTAL", "--budget"},
     {"extras", "the ledger's options"},

@@ -221,6 +221,8 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
                                                 "its own share of the optimizer state)");
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;
+    r->cuts_given = cuts != NULL;
+    r->by = by;
     r->n_stages = n;
     r->stages = remat__calloc(n, sizeof *r->stages);
     r->device_peak = remat__calloc(P, sizeof *r->device_peak);
