@@ -110,6 +110,16 @@ FILE *remat_cli_human(const char *out);
 /* Prints the usage of cmd (for --help) to f. */
 void remat_cli_print_usage(FILE *f, const char *cmd);
 
+/* getopt_long(argc, argv, shortopts, longopts, NULL), recording longopts as
+ * the running command's table: remat_cli_print_usage lists every option of
+ * it that the command's synopsis does not name, so a new option shows in
+ * the usage with no edit there. */
+int remat_cli_getopt(int argc, char *const argv[], const char *shortopts, const struct option *longopts);
+
+/* The argument an option's usage shows ("B" for --budget; "ARG" when it has
+ * none, which tests/cli/usage.sh refuses). */
+const char *remat_cli_metavar(const char *name);
+
 /* Loads and analyzes path; on failure prints the error, returns its exit
  * code and leaves *g and *a NULL. */
 int remat_cli_open_graph(const char *path, remat_graph **g, remat_analysis **a);
@@ -185,8 +195,6 @@ int remat_cli_plan_check(const char *cmd, const remat_plan_options *o);
  * out; returns how many (at most 3 + cap). */
 struct option;
 size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap);
-/* " [--linearized] [--segments N] ...": the table's flags, for a usage line. */
-void remat_cli_plan_usage_options(FILE *f);
 
 
 #endif

@@ -243,7 +243,7 @@ int cmd_gen(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0; /* our messages name the option; getopt's would be printed twice */
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, shortopts, longopts)) != -1) {
         if (c == OPT_HELP) {
             fputs(gen_help, stdout);
             return REMAT_EXIT_OK;

@@ -87,7 +87,7 @@ int cmd_ledger(int argc, char **argv)
     int json = 0, c;
     optind = 1;
     /* Each case either stores its value or returns the usage error. */
-    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "jo:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("ledger", c, optarg, &L);
         if (lrc >= 0) {
             if (lrc != REMAT_EXIT_OK)

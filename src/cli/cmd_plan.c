@@ -30,17 +30,6 @@ static void flag_of(const char *field, char *buf, size_t cap)
     buf[i] = 0;
 }
 
-void remat_cli_plan_usage_options(FILE *f)
-{
-    size_t n;
-    const remat_plan_option_info *t = remat_plan_option_table(&n);
-    for (size_t i = 0; i < n; i++) {
-        char flag[64];
-        flag_of(t[i].name, flag, sizeof flag);
-        fprintf(f, " [--%s%s%s]", flag, t[i].arg ? " " : "", t[i].arg ? t[i].arg : "");
-    }
-}
-
 size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap)
 {
     size_t n, k = 0;
@@ -312,7 +301,7 @@ int cmd_plan(int argc, char **argv)
     remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
-    while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "s:b:jo:h", opts)) != -1) {
         int rc = remat_cli_pp_option("plan", c, optarg, &pp);
         if (rc > 0)
             return rc;

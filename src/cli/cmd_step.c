@@ -417,7 +417,7 @@ int cmd_step(int argc, char **argv)
     A.every = 1;
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "o:h", opts)) != -1) {
         switch (c) {
         case OPT_OPTIMIZER: A.optimizer = optarg; break;
         case OPT_LR: A.lr = optarg; break;

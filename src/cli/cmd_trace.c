@@ -140,7 +140,7 @@ int cmd_trace(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "b:f:o:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
         if (lrc >= 0) {
             if (lrc != REMAT_EXIT_OK)
