@@ -9,7 +9,9 @@
  * and the traces are built from, and the cursor's read-only queries (what
  * an instruction would add, live bytes by category) that DTR's driver and
  * the public cursor ask between steps. Keeping the books apart from the
- * rules is the seam: every peak remat prints passes through
+ * rules is the seam (the four hottest primitives, alloc/free bytes and a
+ * step's open/add, are inline in replay_cursor.h so the rules pay no call
+ * for them): every peak remat prints passes through
  * remat__replay_step_end here, whichever driver applied the instruction.
  */
 #include "remat/exec.h"
@@ -30,24 +32,6 @@ remat_status remat__replay_overflow(replay *R)
     return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: live bytes exceed 2^64-1", R->index);
 }
 
-remat_status remat__replay_alloc_bytes(replay *R, remat_category c, uint64_t bytes)
-{
-    if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
-        return remat__replay_overflow(R);
-    if (remat_category_is_activation(c))
-        R->act_live += bytes; /* bounded by total */
-    return REMAT_OK;
-}
-
-/* Releases bytes of category c (the inverse of alloc_bytes). */
-void remat__replay_free_bytes(replay *R, remat_category c, uint64_t bytes)
-{
-    R->live[c] -= bytes;
-    R->total -= bytes;
-    if (remat_category_is_activation(c))
-        R->act_live -= bytes;
-}
-
 static remat_status observer_failed(replay *R)
 {
     return remat_err_set(R->err, REMAT_EINTERNAL, "instruction %zu: replay observer failed", R->index);
@@ -64,30 +48,6 @@ remat_status remat__replay_notify_free(replay *R, uint32_t storage, int grad, re
 {
     if (R->obs && R->obs->on_free && R->obs->on_free(R->obs->ctx, R->index, storage, grad, c, bytes))
         return observer_failed(R);
-    return REMAT_OK;
-}
-
-/* Starts a step; callers then add what it allocates (before allocating). */
-void remat__replay_step_begin(replay *R)
-{
-    R->mask = 0;
-    R->add_total = R->add_act = 0;
-    R->base_total = R->total;
-    R->base_act = R->act_live;
-    R->undo_b = 0;
-}
-
-remat_status remat__replay_step_add(replay *R, remat_category c, uint64_t bytes)
-{
-    if (!(R->mask & (1u << c))) {
-        R->mask |= 1u << c;
-        R->base[c] = R->live[c];
-        R->add[c] = 0;
-    }
-    if (!remat_u64_add(R->add[c], bytes, &R->add[c]) || !remat_u64_add(R->add_total, bytes, &R->add_total))
-        return remat__replay_overflow(R);
-    if (remat_category_is_activation(c))
-        R->add_act += bytes; /* bounded by add_total */
     return REMAT_OK;
 }
 
