@@ -5,10 +5,9 @@
  * the books (graphs/README.md, "Memory accounting"): live bytes per
  * category with overflow checks, each step's high-water mark (live before,
  * plus what it allocates, plus its workspace) folded into the peaks of the
- * result, the observer's alloc/free/step events that the interval record
- * and the traces are built from, and the cursor's read-only queries (what
- * an instruction would add, live bytes by category) that DTR's driver and
- * the public cursor ask between steps. Keeping the books apart from the
+ * result, and the observer's alloc/free/step events that the interval
+ * record and the traces are built from (the cursor's read-only queries
+ * over the books are replay_query.c). Keeping the books apart from the
  * rules is the seam (the four hottest primitives, alloc/free bytes and a
  * step's open/add, are inline in replay_cursor.h so the rules pay no call
  * for them): every peak remat prints passes through
@@ -22,7 +21,7 @@
 
 typedef struct remat_replay_cursor replay;
 
-remat_category remat__replay_grad_category(const remat_tensor *t)
+remat_category remat__grad_category(const remat_tensor *t)
 {
     return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
 }
@@ -98,93 +97,3 @@ remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_aft
     }
     return REMAT_OK;
 }
-
-/* Byte sums of a cost saturate: the replay reports the overflow itself. */
-static uint64_t sat_add(uint64_t x, uint64_t y)
-{
-    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
-}
-
-uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask)
-{
-    const remat_graph *g = c->g;
-    const remat_analysis *a = c->a;
-    uint64_t add = 0;
-    if (in.kind == REMAT_I_FREE)
-        return 0;
-    if (in.kind == REMAT_I_OPT)
-        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? c->extras.optimizer_workspace : 0;
-    const remat_sharding *sh = c->extras.sharding;
-    if (in.kind == REMAT_I_ALLGATHER)
-        return sh && sh->cfg.stage == 3 && in.arg < g->n_ops && (mask >> REMAT_CAT_GATHERED_PARAMS & 1u)
-                   ? sh->unit_elements[in.arg] * sh->cfg.elem_bytes
-                   : 0;
-    if (in.kind == REMAT_I_REDUCE_SCATTER)
-        return sh && sh->cfg.stage >= 2 && !c->partition && (mask >> REMAT_CAT_PARAM_GRADS & 1u)
-                   ? sh->grad_partition_bytes
-                   : 0;
-    if (in.kind > REMAT_I_OPT)
-        return 0;
-    if (in.arg >= g->n_ops)
-        return 0;
-    const remat_op *op = &g->ops[in.arg];
-    const uint32_t *out = remat_op_outputs(g, op);
-    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
-        /* do_forward's step_add calls, summed. */
-        remat_category cat = in.kind == REMAT_I_RECOMPUTE ? REMAT_CAT_RECOMPUTED : REMAT_CAT_ACTIVATIONS;
-        if (mask >> cat & 1u)
-            for (uint32_t i = 0; i < op->n_out; i++) {
-                uint32_t t = out[i];
-                if (!c->res[t] && g->tensors[t].storage == t && c->cnt[t] == 0)
-                    add = sat_add(add, g->tensors[t].bytes);
-            }
-        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->workspace) : add;
-    }
-    if (in.kind != REMAT_I_BWD)
-        return 0;
-    /* do_backward's: the seed, the new input gradients, the workspace. */
-    int seed_now = !c->seeded;
-    if (seed_now)
-        for (uint32_t i = 0; i < g->n_outputs; i++) {
-            uint32_t t = g->outputs[i];
-            if (a->grad_flows[t] && (mask >> remat__replay_grad_category(&g->tensors[t]) & 1u))
-                add = sat_add(add, g->tensors[t].logical_bytes);
-        }
-    /* Stamps are 0 between steps (do_backward clears its own), and no
-     * instruction index + 1 is SIZE_MAX: this mark collides with none. */
-    const uint32_t *inp = remat_op_inputs(g, op);
-    for (uint32_t i = 0; i < op->n_in; i++) {
-        uint32_t t = inp[i];
-        if (!a->grad_flows[t] || c->stamp[t] == SIZE_MAX)
-            continue;
-        c->stamp[t] = SIZE_MAX;
-        if (seed_now && a->is_output[t])
-            continue;
-        if (!c->grad[t] && (mask >> remat__replay_grad_category(&g->tensors[t]) & 1u))
-            add = sat_add(add, g->tensors[t].logical_bytes);
-    }
-    for (uint32_t i = 0; i < op->n_in; i++)
-        if (c->stamp[inp[i]] == SIZE_MAX)
-            c->stamp[inp[i]] = 0;
-    return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->bwd_workspace) : add;
-}
-
-uint64_t remat_replay_live(const remat_replay_cursor *c, uint32_t mask)
-{
-    mask &= REMAT_CAT_MASK_ALL;
-    if (mask == REMAT_CAT_MASK_ALL)
-        return c->total;
-    if (mask == REMAT_CAT_MASK_ACTIVATION)
-        return c->act_live;
-    uint64_t v = 0;
-    for (int k = 0; k < REMAT_CAT_COUNT; k++)
-        if (mask >> k & 1u)
-            v += c->live[k]; /* bounded by total */
-    return v;
-}
-
-void remat_replay_live_by_category(const remat_replay_cursor *c, uint64_t *by_category)
-{
-    memcpy(by_category, c->live, sizeof c->live);
-}
-
