@@ -13,7 +13,6 @@
 #include "remat/alloc.h"
 #include "remat/compare.h"
 #include "remat/ledger.h"
-#include "remat/pipeline.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +97,6 @@ static char *own_writer(remat_report_doc doc, const remat_report_input *in, rema
     case REMAT_DOC_AUDIT: return remat_trace_audit(in->trace, in->trace_options, f, len, err);
     case REMAT_DOC_STEP_TIME:
         return remat_report_step_time(in->a, in->s, in->timeline, in->device, in->op_times, f, len, err);
-    case REMAT_DOC_PIPELINE: return remat_report_pipeline(in->pipeline, in->o, f, len, err);
     case REMAT_DOC_TRACE:
         return f == REMAT_REPORT_JSON     ? remat_trace_json(in->trace, in->trace_options, len, err)
                : f == REMAT_REPORT_CHROME ? remat_trace_chrome(in->trace, in->trace_options, len, err)
@@ -148,13 +146,7 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     ck_assert_int_eq(remat_op_times_init(a, &dev, &times, &err), REMAT_OK);
     remat_timeline tl;
     ck_assert_int_eq(remat_timeline_run(a, &s, NULL, &dev, &times, &tl, &err), REMAT_OK);
-    /* Two pipeline stages of mlp2, planned with no budget. */
-    remat_pp_config pc = {.kind = REMAT_PP_1F1B, .stages = 2, .microbatches = 2, .chunks = 1};
-    remat_plan_options po;
-    remat_plan_options_init(&po);
-    remat_pp_result pp;
-    ck_assert_msg(remat_pp_plan(a, &pc, NULL, REMAT_PP_BALANCE_FLOPS, &po, &pp, &err) == REMAT_OK, "%s", err.msg);
-    remat_report_input in = {.pipeline = &pp, .timeline = &tl, .device = &dev, .op_times = &times, .a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
+    remat_report_input in = {.timeline = &tl, .device = &dev, .op_times = &times, .a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
                              .ledger = &lr, .alloc_trace = &at, .policies = policies, .n_policies = 2,
                              .static_plan = &sp, .offsets = sp.offsets, .extent = sp.arena_bytes, .title = "t",
                              .trace = t};
@@ -190,7 +182,7 @@ START_TEST(report_write_should_be_every_documents_own_writer)
             remat_free(y);
         }
     }
-    ck_assert_int_eq(written, 8 * 2 + 3 + 4); /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace */
+    ck_assert_int_eq(written, 7 * 2 + 3 + 4); /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace */
     /* A field a document needs, left out, is named; nothing is dereferenced. */
     remat_report_input partial = {.a = a, .s = &s};
     remat_err_init(&err);
@@ -206,7 +198,6 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     remat_err_init(&err);
     ck_assert_ptr_null(remat_report_write(REMAT_DOC_COUNT, &partial, REMAT_REPORT_TEXT, NULL, &err));
     ck_assert_int_eq(err.code, REMAT_EINVAL);
-    remat_pp_result_destroy(&pp);
     remat_static_result_destroy(&sp);
     remat_alloc_result_destroy(&pr);
     remat_alloc_trace_destroy(&at);

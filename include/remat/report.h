@@ -91,7 +91,6 @@ typedef enum {
     REMAT_DOC_AUDIT,     /* remat_trace_audit: trace, trace_options */
     REMAT_DOC_TRACE,     /* remat_trace_write: trace, trace_options */
     REMAT_DOC_STEP_TIME, /* remat_report_step_time: a, s, timeline, device, op_times */
-    REMAT_DOC_PIPELINE,  /* remat_report_pipeline (remat/pipeline.h): pipeline, o */
     REMAT_DOC_COUNT
 } remat_report_doc;
 
@@ -134,7 +133,6 @@ typedef struct remat_report_input {
     const struct remat_timeline *timeline;    /* step time (remat/time.h) */
     const struct remat_device *device;
     const struct remat_op_times *op_times;
-    const struct remat_pp_result *pipeline;   /* pipeline (with o: the options it was planned with) */
 } remat_report_input;
 
 /* Document doc of in, in format fmt, as that document's own writer makes

@@ -6,6 +6,9 @@
  */
 #include "import_internal.h"
 
+#include <cjson/cJSON.h>
+#include <string.h>
+
 void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len, const char **source,
                          const char *fallback)
 {
@@ -64,4 +67,29 @@ remat_status remat_import_dtr_file(const char *path, const char *name, char **ou
                                    remat_import_dtr_summary *summary, remat_err *err)
 {
     return import_file(FROM_DTR, path, name, out, out_len, summary, err);
+}
+
+int remat__import_write_doc(const struct cJSON *root, remat_buf *b)
+{
+    remat_buf_puts(b, "{");
+    for (const cJSON *v = root->child; v; v = v->next) {
+        remat_buf_puts(b, v == root->child ? "\n " : ",\n ");
+        remat_buf_json_str(b, v->string);
+        remat_buf_puts(b, ": ");
+        int list = cJSON_IsArray(v) && (!strcmp(v->string, "ops") || !strcmp(v->string, "params") ||
+                                        !strcmp(v->string, "inputs"));
+        for (const cJSON *e = list ? v->child : v; e; e = list ? e->next : NULL) {
+            char *s = cJSON_PrintUnformatted(e);
+            if (!s)
+                return 0;
+            if (list)
+                remat_buf_puts(b, e == v->child ? "[\n  " : ",\n  ");
+            remat_buf_puts(b, s);
+            cJSON_free(s);
+        }
+        if (list)
+            remat_buf_puts(b, v->child ? "\n ]" : "[]");
+    }
+    remat_buf_puts(b, "\n}\n");
+    return !b->failed;
 }

@@ -32,4 +32,11 @@ void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_
  * (REMAT_EINTERNAL if a reader failed without saying why). */
 remat_status remat__import_finish(int ok, remat_buf *b, char **out, size_t *out_len, const remat_err *err);
 
+/* Writes a remat-graph tree as the exporter lays one out: one key per line,
+ * and one element per line in "inputs", "params" and "ops", so that a diff
+ * of two graphs shows the ops that changed. Returns 0 when out of memory
+ * (b may then be partly written). */
+struct cJSON;
+int remat__import_write_doc(const struct cJSON *root, remat_buf *b);
+
 #endif

@@ -12,7 +12,6 @@
 #include "remat/alloc.h"
 #include "remat/compare.h"
 #include "remat/ledger.h"
-#include "remat/pipeline.h"
 #include "remat/report.h"
 #include "remat/trace.h"
 
@@ -36,9 +35,6 @@ static const remat_report_doc_info infos[REMAT_DOC_COUNT] = {
      "every step and interval: remat-trace JSON, Chrome trace, CSV, timeline SVG (remat trace)"},
     {"step-time", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
      "a schedule's predicted step time on a device: compute, communication, critical path (the time model)"},
-    {"pipeline", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
-     "a pipeline plan: the bubble, every stage's plan and bytes, each device's peak (remat plan/replay with pipeline "
-     "stages)"},
 };
 
 const remat_report_doc_info *remat_report_docs(size_t *n)
@@ -140,10 +136,6 @@ char *remat_report_write(remat_report_doc doc, const remat_report_input *in, rem
         return need(in->a, doc, "a", err) && need(in->s, doc, "s", err) && need(in->timeline, doc, "timeline", err) &&
                        need(in->device, doc, "device", err) && need(in->op_times, doc, "op_times", err)
                    ? remat_report_step_time(in->a, in->s, in->timeline, in->device, in->op_times, fmt, len, err)
-                   : NULL;
-    case REMAT_DOC_PIPELINE:
-        return need(in->pipeline, doc, "pipeline", err) && need(in->o, doc, "o", err)
-                   ? remat_report_pipeline(in->pipeline, in->o, fmt, len, err)
                    : NULL;
     case REMAT_DOC_COUNT: break;
     }

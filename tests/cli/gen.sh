@@ -82,3 +82,8 @@ done
 # own option table, short forms included.
 expect gen_layered_too_many_in_flags 2 "--width x -L/--layers = 100000000 ops; the limit is" -- \
     "$REMAT" gen layered --width 100000 --layers 1000
+# --vocab-parallel: the embedding and head hold V/T rows (2 x 64 x 96 / 4 B),
+# the logits V/T columns; T must divide V.
+expect gen_vocab_parallel 0 '"id": "head_w", "bytes": 3072' -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 96 --tp 4 --vocab-parallel
+expect gen_vocab_parallel_ce 0 '"op": "vocab_parallel_cross_entropy"' -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 96 --tp 4 --vocab-parallel
+expect gen_vocab_parallel_divides 2 "--vocab-parallel: --tp 4 must divide --vocab (50)" -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 50 --tp 4 --vocab-parallel

@@ -13,7 +13,9 @@ usage_check() {
         fail=$((fail + 1))
     fi
 }
-for cmd in lifetimes plan compare replay ledger gen trace audit step import alloc; do
+"$REMAT" --help | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' | grep -v '^help$' >"$T/cmds"
+[ "$(wc -l <"$T/cmds")" -ge 11 ]; usage_check $? "usage_lists_the_commands"
+for cmd in $(cat "$T/cmds"); do
     "$REMAT" help --options "$cmd" | grep -E '^--[a-z0-9-]+( -.)?$' >"$T/opts"
     "$REMAT" "$cmd" --help >"$T/help" 2>&1
     n=$(wc -l <"$T/opts")
