@@ -308,6 +308,8 @@ static const struct {
     {"remat_shard_config.elem_bytes", "--weights"},
     {"remat_zero_redundancy_init.elem_bytes", "--weights"},
     {"sharding", "--dp N and --zero K"},
+    {"wrap_depth", "--fsdp-wrap"},
+    {"unit_prefixes", "--fsdp-units"},
     /* remat_pp_config and the pipeline planner */
     {"remat_pp_config", "--pp"},
     {"stages", "--pp"},

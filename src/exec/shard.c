@@ -82,7 +82,7 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         if (cfg->fsdp > REMAT_FSDP_NO_SHARD || cfg->backward_prefetch > REMAT_FSDP_BACKWARD_POST)
             return remat_err_set(err, REMAT_EINVAL, "sharding: unknown FSDP strategy or prefetch");
         if (cfg->offload_optimizer || cfg->persist_threshold)
-            return remat_err_set(err, REMAT_EINVAL, "--shard fsdp: optimizer offload and stage 3 persistence are "
+            return remat_err_set(err, REMAT_EINVAL, "FSDP sharding: optimizer offload and stage 3 persistence are "
                                                     "DeepSpeed's (FSDP's CPUOffload is not modelled)");
         fc.stage = cfg->fsdp == REMAT_FSDP_NO_SHARD ? 0 : 3;
         cfg = &fc;
