@@ -120,7 +120,8 @@ static const struct {
     {"flops-per-us", "N"}, {"top", "N"}, {"width", "W"}, {"height", "H"}, {"lr", "X"}, {"momentum", "X"},
     {"betas", "B1,B2"}, {"eps", "X"}, {"weight-decay", "X"}, {"steps", "K"}, {"data", "FILE"}, {"seed", "S"},
     {"state", "STATE"}, {"every", "N"}, {"name", "NAME"}, {"policy", "POLICY"}, {"static", "ORDER"},
-    {"svg-layout", "LAYOUT"}, {"work", "N"},
+    {"svg-layout", "LAYOUT"}, {"work", "N"}, {"stage3-max-reuse", "N"}, {"fsdp-strategy", "S"},
+    {"fsdp-backward-prefetch", "P"}, {"fsdp-wrap", "DEPTH"}, {"fsdp-units", "PREFIXES"},
 };
 
 const char *remat_cli_metavar(const char *name)
