@@ -544,7 +544,7 @@ START_TEST(fsdp_should_take_units_from_modules)
     sc.unit_prefixes = bad;
     sc.n_unit_prefixes = 1;
     ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--fsdp-units: no op that reads a param runs in module 'blocks.7'"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "`unit_prefixes`: no op that reads a param runs in module 'blocks.7'"));
     remat_sharding_destroy(&sh);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);
@@ -554,7 +554,7 @@ START_TEST(fsdp_should_take_units_from_modules)
     remat_err_init(&err);
     fsdp_config(&sc, REMAT_FSDP_FULL_SHARD, 4);
     ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "--fsdp-wrap: the graph's ops carry no attrs.module"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "`wrap_depth`: the graph's ops carry no attrs.module"));
     remat_sharding_destroy(&sh);
     remat_analysis_destroy(a);
     remat_graph_destroy(g);

@@ -451,7 +451,7 @@ START_TEST(ledger_should_reject_inconsistent_graph_params)
     remat_graph_destroy(g);
     /* Params in two precisions: the user must choose one. */
     g = graph_with("{\"id\":\"w\",\"bytes\":8,\"dtype\":\"f32\"},{\"id\":\"v\",\"bytes\":8,\"dtype\":\"bf16\"}");
-    graph_fails(&cfg, g, REMAT_EINVAL, "choose the training precision with --weights");
+    graph_fails(&cfg, g, REMAT_EINVAL, "choose the training precision with `weights`");
     cfg.weights = REMAT_LEDGER_DT_F32;
     ck_assert_uint_eq(graph_ok(&cfg, g).trainable_elements, 2 + 4);
     remat_graph_destroy(g);
@@ -478,18 +478,18 @@ START_TEST(ledger_should_reject_bad_options)
 
     remat_ledger_config_init(&cfg);
     cfg.zero_stage = 3;
-    count_fails(&cfg, 1000, REMAT_EINVAL, "give their number with --dp N");
+    count_fails(&cfg, 1000, REMAT_EINVAL, "give their number with `dp` N");
     cfg.zero_stage = 4;
     cfg.dp = 2;
-    count_fails(&cfg, 1000, REMAT_EINVAL, "--zero: stage 4 does not exist");
+    count_fails(&cfg, 1000, REMAT_EINVAL, "`zero_stage`: stage 4 does not exist");
     remat_ledger_config_init(&cfg);
-    count_fails(&cfg, 0, REMAT_EINVAL, "--params: the parameter count must be at least 1");
+    count_fails(&cfg, 0, REMAT_EINVAL, "`n_params`: the parameter count must be at least 1");
     cfg.weights = REMAT_LEDGER_DT_NONE;
-    count_fails(&cfg, 10, REMAT_EINVAL, "--weights: 'none'");
+    count_fails(&cfg, 10, REMAT_EINVAL, "`weights`: 'none'");
     remat_ledger_config_init(&cfg);
     cfg.optimizer = REMAT_LEDGER_ADAM8BIT;
     cfg.block = 0;
-    count_fails(&cfg, 10, REMAT_EINVAL, "--block");
+    count_fails(&cfg, 10, REMAT_EINVAL, "`block`");
     cfg.block = 2048;
     cfg.states = REMAT_LEDGER_DT_F32;
     count_fails(&cfg, 10, REMAT_EINVAL, "adam8bit stores one-byte states");
@@ -497,7 +497,7 @@ START_TEST(ledger_should_reject_bad_options)
     count_ok(&cfg, 10);
     remat_ledger_config_init(&cfg);
     cfg.prefetch = 2;
-    count_fails(&cfg, 10, REMAT_EINVAL, "--prefetch counts buckets");
+    count_fails(&cfg, 10, REMAT_EINVAL, "`prefetch` counts buckets");
     cfg.bucket_bytes = 8;
     cfg.bucket_elements = 8;
     count_fails(&cfg, 10, REMAT_EINVAL, "not both");
@@ -509,17 +509,17 @@ START_TEST(ledger_should_report_overflow_naming_the_term)
     remat_ledger_config cfg;
     remat_ledger_config_init(&cfg);
     cfg.weights = REMAT_LEDGER_DT_F64;
-    count_fails(&cfg, 1ULL << 62, REMAT_EOVERFLOW, "weights (--weights)");
+    count_fails(&cfg, 1ULL << 62, REMAT_EOVERFLOW, "weights (`weights`)");
     cfg.weights = REMAT_LEDGER_DT_INT8;
     cfg.optimizer = REMAT_LEDGER_SGD;
     /* 2^62 one-byte elements fit; a 4-byte master copy does not. */
     remat_ledger_result r = count_ok(&cfg, 1ULL << 62);
     ck_assert_uint_eq(r.total_bytes, 2 * (1ULL << 62));
     cfg.master = REMAT_LEDGER_DT_F32;
-    count_fails(&cfg, 1ULL << 62, REMAT_EOVERFLOW, "master weights (--master)");
+    count_fails(&cfg, 1ULL << 62, REMAT_EOVERFLOW, "master weights (`master`)");
     cfg.master = REMAT_LEDGER_DT_NONE;
     cfg.frozen_copies = 1ULL << 40;
-    count_fails(&cfg, 1ULL << 30, REMAT_EOVERFLOW, "--frozen-copies");
+    count_fails(&cfg, 1ULL << 30, REMAT_EOVERFLOW, "`frozen_copies`");
     cfg.frozen_copies = 0;
     /* Each line fits; the sum does not. */
     cfg.workspace = UINT64_MAX - 100;

@@ -99,7 +99,7 @@ START_TEST(pipeline_should_refuse_bad_configs)
     c.microbatches = 6;
     remat_err_init(&err);
     ck_assert_int_eq(remat_pp_check(&c, &err), REMAT_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "multiple of --pp (4)"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "multiple of `stages` (4)"));
     uint32_t cuts[3];
     remat_err_init(&err);
     ck_assert_int_eq(remat_pp_parse_stages("0:3,4:8", 8, 2, cuts, &err), REMAT_EINVAL);

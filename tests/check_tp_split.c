@@ -304,8 +304,8 @@ START_TEST(tp_split_should_refuse_partitions_that_do_not_make_a_rank)
     split_fails(P("[\"blocks.*.attn.qkv\", \"blocks.*.fc1\", \"head\"]", MEGATRON_ROW), 2, REMAT_EGRAPH,
                 "graph output 'nll245' would be split");
     split_fails(P("[\"blocks.*\"]", "[\"blocks.*.fc2\"]"), 2, REMAT_EGRAPH, "matches column[0] and row[0]");
-    split_fails(P(MEGATRON_COL, MEGATRON_ROW), 3, REMAT_EGRAPH, "which --tp 3 does not divide");
-    split_fails(P(MEGATRON_COL, MEGATRON_ROW), 0, REMAT_EINVAL, "--tp must be at least 1");
+    split_fails(P(MEGATRON_COL, MEGATRON_ROW), 3, REMAT_EGRAPH, "which `tp` 3 does not divide");
+    split_fails(P(MEGATRON_COL, MEGATRON_ROW), 0, REMAT_EINVAL, "`tp` must be at least 1");
 }
 END_TEST
 

@@ -182,7 +182,10 @@ typedef struct remat_ledger_result {
     /* Communication per step per device (not memory: not in total_bytes). */
     uint64_t comm_elements, comm_bytes;
     remat_ledger_dtype comm_dtype;
-    char source[128];            /* "--params 1000000000" or "graph mlp423" */
+    char source[128];            /* "`n_params` 1000000000" or "graph mlp423" */
+    /* What the figures assume and leave out, in words; a config field is
+     * named in backquotes ("no master weights (`master` f32 adds ...)"), as
+     * in error messages, so a front end can spell it as its own option. */
     uint32_t n_assumptions, n_excluded;
     char assumptions[REMAT_LEDGER_MAX_NOTES][REMAT_LEDGER_NOTE_LEN];
     char excluded[REMAT_LEDGER_MAX_NOTES][REMAT_LEDGER_NOTE_LEN];
@@ -191,11 +194,12 @@ typedef struct remat_ledger_result {
 /* Sets every field to its default (see remat_ledger_config). */
 void remat_ledger_config_init(remat_ledger_config *cfg);
 
-/* Budgets n trainable parameter elements laid out as one flat tensor.
- * Adafactor needs shapes: REMAT_EINVAL ("cannot factor without shapes").
- * Fails with REMAT_EINVAL for a bad config (names the option), with
+/* Budgets n_params trainable parameter elements laid out as one flat
+ * tensor. Adafactor needs shapes: REMAT_EINVAL ("cannot factor without
+ * shapes"). Fails with REMAT_EINVAL for a bad config (the message names the
+ * field in backquotes, "`zero_stage`: ..."), with
  * REMAT_EOVERFLOW when a term exceeds 2^64-1 bytes. O(1). */
-remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n, remat_ledger_result *out,
+remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n_params, remat_ledger_result *out,
                                      remat_err *err);
 
 /* Budgets the params of g (trainable and frozen). REMAT_EGRAPH when a param's

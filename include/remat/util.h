@@ -74,6 +74,11 @@ typedef struct remat_err_loc {
     char id[128];    /* the graph id (op or tensor) the error is about */
 } remat_err_loc;
 
+/* A message about a bad argument names the API parameter (a struct field
+ * or function parameter), not any front end's option: leading the message
+ * bare ("strategy: unknown strategy 'x'"), elsewhere in backquotes
+ * ("`zero_stage` 2 shards state ...: give their number with `dp` N"). The
+ * remat command spells them as its flags. */
 typedef struct remat_err {
     remat_status code;
     char msg[REMAT_ERR_MSG_MAX]; /* "ops[3].inputs[1]: unknown tensor 'x'" */

@@ -51,12 +51,26 @@ remat_report_format remat_cli_format(remat_report_doc doc, int json);
 int remat_cli_exit_for(remat_status st);
 
 /* err's message with the library's API parameter names spelled as this
- * command's flags ("use a larger dp_step" -> "use a larger --dp-step"), in
- * out[0..cap) or err's own text when nothing changes; for argument errors
- * and unmet budgets only (other messages may quote a graph's ids). Every
- * message of the library that reaches the user passes through it:
- * remat_cli_fail does so, and so must a command that prints one itself. */
+ * command's flags, in out[0..cap). A backquoted parameter ("`zero_stage`")
+ * is mapped in any message; a leading remat_plan_options name ("strategy:")
+ * and one with an underscore ("use a larger dp_step" -> "use a larger
+ * --dp-step") only in argument errors and unmet budgets (other messages may
+ * quote a graph's ids). Every message of the library that reaches the user
+ * passes through it: remat_cli_fail and remat_cli_usage_err do so, and so
+ * must a command that prints one itself. */
 const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap);
+
+/* The mapping above on text msg (a ledger note, say): plain (nonzero)
+ * applies the plain-name rules too. Writes out[0..cap), returns its length. */
+size_t remat_cli_text_in_flags(const char *msg, int plain, char *out, size_t cap);
+
+/* remat_cli_usage_error(cmd, ...) with err's message in flags. */
+int remat_cli_usage_err(const char *cmd, const remat_err *err);
+
+/* The flag of remat_gen_options field name (n bytes: "param_every" ->
+ * "--param-every", "hidden" -> "-h/--hidden") from gen's option table, in
+ * flag[0..cap); 0 when it is none. */
+int remat_cli_gen_flag(const char *name, size_t n, char *flag, size_t cap);
 
 /* Prints "remat: <msg>" to stderr and returns the exit code for err. */
 int remat_cli_fail(const remat_err *err);
@@ -95,6 +109,16 @@ FILE *remat_cli_human(const char *out);
 
 /* Prints the usage of cmd (for --help) to f. */
 void remat_cli_print_usage(FILE *f, const char *cmd);
+
+/* getopt_long(argc, argv, shortopts, longopts, NULL), recording longopts as
+ * the running command's table: remat_cli_print_usage lists every option of
+ * it that the command's synopsis does not name, so a new option shows in
+ * the usage with no edit there. */
+int remat_cli_getopt(int argc, char *const argv[], const char *shortopts, const struct option *longopts);
+
+/* The argument an option's usage shows ("B" for --budget; "ARG" when it has
+ * none, which tests/cli/usage.sh refuses). */
+const char *remat_cli_metavar(const char *name);
 
 /* Loads and analyzes path; on failure prints the error, returns its exit
  * code and leaves *g and *a NULL. */
@@ -193,8 +217,6 @@ int remat_cli_plan_check(const char *cmd, const remat_plan_options *o);
  * out; returns how many (at most 3 + cap). */
 struct option;
 size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap);
-/* " [--linearized] [--segments N] ...": the table's flags, for a usage line. */
-void remat_cli_plan_usage_options(FILE *f);
 
 
 #endif

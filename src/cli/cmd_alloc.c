@@ -48,7 +48,7 @@ int cmd_alloc(int argc, char **argv)
     uint32_t mask = REMAT_ALLOC_ALL;
     const char *svg = NULL, *layout = NULL, *out = "-";
     optind = 1;
-    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "jo:h", opts)) != -1) {
         switch (c) {
         case OPT_POLICY: {
             remat_alloc_policy p;

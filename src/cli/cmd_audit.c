@@ -37,7 +37,7 @@ int cmd_audit(int argc, char **argv)
     int json = 0, c;
     const char *out = "-";
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "t:jo:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("audit", c, optarg, &L);
         if (lrc >= 0) {
             if (lrc != REMAT_EXIT_OK)

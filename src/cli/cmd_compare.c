@@ -54,7 +54,7 @@ int cmd_compare(int argc, char **argv)
     remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
-    while ((c = getopt_long(argc, argv, "b:n:jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "b:n:jo:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("compare", c, optarg, &L);
         if (lrc > 0)
             return lrc;

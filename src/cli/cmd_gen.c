@@ -200,6 +200,22 @@ static const char *families_of(unsigned mask, char *buf, size_t cap)
     return buf;
 }
 
+int remat_cli_gen_flag(const char *name, size_t n, char *flag, size_t cap)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *o = options[i].name;
+        size_t j = 0;
+        while (j < n && o[j] && (o[j] == name[j] || (o[j] == '-' && name[j] == '_')))
+            j++;
+        if (j != n || o[j])
+            continue;
+        int w = options[i].short_name ? snprintf(flag, cap, "-%c/--%s", options[i].short_name, o)
+                                      : snprintf(flag, cap, "--%s", o);
+        return w > 0 && (size_t)w < cap;
+    }
+    return 0;
+}
+
 int cmd_gen(int argc, char **argv)
 {
     struct option longopts[N_OPTIONS + 3];
@@ -230,7 +246,7 @@ int cmd_gen(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0; /* our messages name the option; getopt's would be printed twice */
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, shortopts, longopts)) != -1) {
         if (c == OPT_HELP) {
             fputs(gen_help, stdout);
             return REMAT_EXIT_OK;
@@ -267,7 +283,7 @@ int cmd_gen(int argc, char **argv)
             remat_err_init(&err);
             snprintf(what, sizeof what, "--%s", g->name);
             if (remat_parse_bytes(optarg, what, &r->v, &err) != REMAT_OK)
-                return remat_cli_usage_error("gen", "%s", err.msg);
+                return remat_cli_usage_err("gen", &err);
             break;
         }
         case K_FLAG:
@@ -285,7 +301,7 @@ int cmd_gen(int argc, char **argv)
     remat_err_init(&err);
     remat_gen_family fam;
     if (remat_gen_family_parse(argv[optind], &fam, &err) != REMAT_OK)
-        return remat_cli_usage_error("gen", "%s", err.msg);
+        return remat_cli_usage_err("gen", &err);
     remat_gen_opts o;
     remat_gen_opts_init(&o, fam);
     for (size_t i = 0; i < N_OPTIONS; i++) {
@@ -303,7 +319,7 @@ int cmd_gen(int argc, char **argv)
     char *text = remat_gen_json(&o, &len, &err);
     if (!text) {
         if (err.code == REMAT_EINVAL)
-            return remat_cli_usage_error("gen", "%s", err.msg);
+            return remat_cli_usage_err("gen", &err);
         return remat_cli_fail(&err);
     }
     int rc = remat_cli_write(out, text, len);

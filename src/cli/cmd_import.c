@@ -45,7 +45,7 @@ int cmd_import(int argc, char **argv)
     const char *out = "-", *name = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "n:o:h", opts)) != -1) {
         switch (c) {
         case 'n': name = optarg; break;
         case 'o': out = optarg; break;

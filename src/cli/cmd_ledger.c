@@ -43,6 +43,29 @@ static const char *const help_text =
     "DT: f64 f32 tf32 bf16 f16 f8_e4m3 f8_e5m2 int8 uint8 (aliases fp32, float64, half, ...).\n"
     "Byte sizes B accept 123, 4KiB, 1.5GiB (2^30) and 2GB (10^9).\n";
 
+/* The ledger's notes name the library's parameters ("`master` f32 adds a
+ * master copy"); this command's reader typed flags, so they are told in
+ * those, as its error messages are. A note that the mapping would overflow
+ * is cut at its buffer, as the library cuts its own. */
+static void in_flags(char *text, size_t cap)
+{
+    char buf[2 * REMAT_LEDGER_NOTE_LEN];
+    size_t n = remat_cli_text_in_flags(text, 0, buf, sizeof buf);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(text, buf, n);
+    text[n] = '\0';
+}
+
+static void notes_in_flags(remat_ledger_result *r)
+{
+    in_flags(r->source, sizeof r->source);
+    for (uint32_t i = 0; i < r->n_assumptions; i++)
+        in_flags(r->assumptions[i], sizeof r->assumptions[i]);
+    for (uint32_t i = 0; i < r->n_excluded; i++)
+        in_flags(r->excluded[i], sizeof r->excluded[i]);
+}
+
 int cmd_ledger(int argc, char **argv)
 {
     static const struct option own[] = {
@@ -64,7 +87,7 @@ int cmd_ledger(int argc, char **argv)
     int json = 0, c;
     optind = 1;
     /* Each case either stores its value or returns the usage error. */
-    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "jo:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("ledger", c, optarg, &L);
         if (lrc >= 0) {
             if (lrc != REMAT_EXIT_OK)
@@ -96,7 +119,7 @@ int cmd_ledger(int argc, char **argv)
     if (params) {
         uint64_t n;
         if (remat_ledger_parse_count(params, "--params", &n, &err) != REMAT_OK)
-            return remat_cli_usage_error("ledger", "%s", err.msg);
+            return remat_cli_usage_err("ledger", &err);
         st = remat_ledger_from_count(cfg, n, &r, &err);
     } else {
         remat_graph *g;
@@ -115,9 +138,10 @@ int cmd_ledger(int argc, char **argv)
     /* The options made a term impossible (or too big): that is a usage
      * error, whatever remat_cli_exit_for says of overflow in input files. */
     if (st == REMAT_EINVAL || st == REMAT_EOVERFLOW)
-        return remat_cli_usage_error("ledger", "%s", err.msg);
+        return remat_cli_usage_err("ledger", &err);
     if (st != REMAT_OK)
         return remat_cli_fail(&err);
+    notes_in_flags(&r);
     size_t len;
     remat_report_input in = {.ledger = &r};
     char *text = remat_report_write(REMAT_DOC_LEDGER, &in, remat_cli_format(REMAT_DOC_LEDGER, json), &len, &err);

@@ -18,7 +18,7 @@ int cmd_lifetimes(int argc, char **argv)
     int json = 0, c;
     const char *out = "-";
     optind = 1;
-    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "jo:h", opts)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
         case 'o': out = optarg; break;

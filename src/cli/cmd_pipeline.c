@@ -151,7 +151,7 @@ int remat_cli_pp_option(const char *cmd, int c, const char *arg, remat_cli_pp *p
         return 0;
     case REMAT_PPOPT_SCHEDULE:
         if (remat_pp_parse_schedule(arg, &p->c, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         p->extra = 1;
         return 0;
     case REMAT_PPOPT_STAGES:
@@ -182,7 +182,7 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p)
     remat_err err;
     remat_err_init(&err);
     if (remat_pp_check(&p->c, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     return REMAT_EXIT_OK;
 }
 
@@ -265,7 +265,7 @@ static int pp_cuts(const char *cmd, const remat_analysis *a, const remat_cli_pp 
     if (n > 256)
         return remat_cli_usage_error(cmd, "--pp-stages: at most 256 stages");
     if (remat_pp_parse_stages(p->stages, a->g->n_ops, n, buf, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     *cuts = buf;
     return REMAT_EXIT_OK;
 }
@@ -285,7 +285,7 @@ int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_c
     if (pp_plan && st != REMAT_OK && st != REMAT_ENOMEM)
         rc = remat_cli_fail_in(pp_plan, &err);
     else if (st == REMAT_EINVAL)
-        rc = remat_cli_usage_error("trace", "%s", err.msg);
+        rc = remat_cli_usage_err("trace", &err);
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {
@@ -317,7 +317,7 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
             if (n > 256)
                 return remat_cli_usage_error(cmd, "--pp with the ledger's options: at most 256 stages");
             if (remat_pp_partition(a, n, p->by, cuts_buf, &err) != REMAT_OK)
-                return remat_cli_usage_error(cmd, "%s", err.msg);
+                return remat_cli_usage_err(cmd, &err);
             cuts = cuts_buf;
         }
         sx = remat__calloc(n, sizeof *sx);
@@ -334,7 +334,7 @@ int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a
     remat_status st = remat_pp_plan_staged(a, &p->c, cuts, p->by, &po, sx, &r, &err);
     remat__free(sx);
     if (st == REMAT_EINVAL)
-        rc = remat_cli_usage_error(cmd, "%s", err.msg);
+        rc = remat_cli_usage_err(cmd, &err);
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);
     else {

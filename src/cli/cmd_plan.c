@@ -30,17 +30,6 @@ static void flag_of(const char *field, char *buf, size_t cap)
     buf[i] = 0;
 }
 
-void remat_cli_plan_usage_options(FILE *f)
-{
-    size_t n;
-    const remat_plan_option_info *t = remat_plan_option_table(&n);
-    for (size_t i = 0; i < n; i++) {
-        char flag[64];
-        flag_of(t[i].name, flag, sizeof flag);
-        fprintf(f, " [--%s%s%s]", flag, t[i].arg ? " " : "", t[i].arg ? t[i].arg : "");
-    }
-}
-
 size_t remat_cli_plan_long_opts(struct option *out, char (*names)[32], size_t cap)
 {
     size_t n, k = 0;
@@ -66,7 +55,7 @@ int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_p
     remat_err err;
     remat_err_init(&err);
     if (remat_parse_bytes(arg, name, &o->budget, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     o->budget_kind = total ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
     return REMAT_EXIT_OK;
 }
@@ -173,7 +162,7 @@ int remat_cli_plan_option(const char *cmd, int c, const char *arg, remat_plan_op
     size_t len = strlen(in->name);
     if (strncmp(err.msg, in->name, len) == 0 && err.msg[len] == ':')
         return remat_cli_usage_error(cmd, "--%s%s", flag, err.msg + len);
-    return remat_cli_usage_error(cmd, "%s", err.msg);
+    return remat_cli_usage_err(cmd, &err);
 }
 
 /* In logical mode the budget caps the accounted peak; a static offset plan
@@ -312,7 +301,7 @@ int cmd_plan(int argc, char **argv)
     remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
-    while ((c = getopt_long(argc, argv, "s:b:jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "s:b:jo:h", opts)) != -1) {
         int rc = remat_cli_pp_option("plan", c, optarg, &pp);
         if (rc > 0)
             return rc;

@@ -108,7 +108,7 @@ int cmd_replay(int argc, char **argv)
     remat_cli_time_init(&T);
     remat_cli_pp pp;
     remat_cli_pp_init(&pp);
-    while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "jo:h", opts)) != -1) {
         int lrc = remat_cli_pp_option("replay", c, optarg, &pp);
         if (lrc > 0)
             return lrc;

@@ -410,7 +410,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
     /* The state: resumed, or fresh from the seed. */
     remat_ledger_optimizer kind = REMAT_LEDGER_ADAM;
     if (A->optimizer && remat_ledger_optimizer_parse(A->optimizer, "--optimizer", &kind, &err) != REMAT_OK)
-        return remat_cli_usage_error("step", "%s", err.msg);
+        return remat_cli_usage_err("step", &err);
     if (A->state) {
         if ((st = remat_model_state_load_file(g, A->state, &S->st, &err)) != REMAT_OK)
             return remat_cli_fail(&err);
@@ -425,7 +425,7 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
     } else {
         remat_optim o;
         if ((st = remat_optim_init(&o, kind, &err)) != REMAT_OK)
-            return remat_cli_usage_error("step", "%s", err.msg);
+            return remat_cli_usage_err("step", &err);
         if ((rc = apply_hyper(A, &o)) != REMAT_EXIT_OK)
             return rc;
         if ((st = remat_trainer_init_state(S->tr, &o, A->has_seed ? A->seed : 0, &S->st, &err)) != REMAT_OK)
@@ -516,7 +516,7 @@ int cmd_step(int argc, char **argv)
     A.every = 1;
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "o:h", opts)) != -1) {
         switch (c) {
         case OPT_OPTIMIZER: A.optimizer = optarg; break;
         case OPT_LR: A.lr = optarg; break;

@@ -27,7 +27,7 @@ int cmd_tp_split(int argc, char **argv)
     uint64_t tp = 0;
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "t:p:o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "t:p:o:h", opts)) != -1) {
         switch (c) {
         case 't':
             if ((rc = remat_cli_parse_count("tp-split", "--tp", optarg, 1, 1u << 20, &tp)) != REMAT_EXIT_OK)

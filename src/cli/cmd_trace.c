@@ -186,7 +186,7 @@ int cmd_trace(int argc, char **argv)
     remat_err err;
     remat_err_init(&err);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "b:f:o:h", opts, NULL)) != -1) {
+    while ((c = remat_cli_getopt(argc, argv, "b:f:o:h", opts)) != -1) {
         int lrc = remat_cli_ledger_option("trace", c, optarg, &L);
         if (lrc >= 0) {
             if (lrc != REMAT_EXIT_OK)
@@ -213,7 +213,7 @@ int cmd_trace(int argc, char **argv)
             if (budget_given)
                 return remat_cli_usage_error("trace", "give one of --budget and --activation-budget, not both");
             if (remat_parse_bytes(optarg, c == 'b' ? "--budget" : "--activation-budget", &o.budget, &err) != REMAT_OK)
-                return remat_cli_usage_error("trace", "%s", err.msg);
+                return remat_cli_usage_err("trace", &err);
             o.budget_kind = c == 'b' ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
             budget_given = 1;
             break;

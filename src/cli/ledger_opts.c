@@ -56,7 +56,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
     case REMAT_LOPT_COMM: dt = &cfg->comm, name = "--comm"; break;
     case REMAT_LOPT_OPTIMIZER:
         if (remat_ledger_optimizer_parse(arg, "--optimizer", &cfg->optimizer, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         break;
     case REMAT_LOPT_FROZEN_COPIES:
         if ((rc = parse_uint(cmd, arg, "--frozen-copies", &cfg->frozen_copies)) != REMAT_EXIT_OK)
@@ -83,12 +83,12 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
                         : c == REMAT_LOPT_WORKSPACE ? &cfg->workspace
                                                     : &cfg->reserve;
         if (remat_parse_bytes(arg, o, dst, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         break;
     }
     case REMAT_LOPT_BUCKET_ELEMENTS:
         if (remat_ledger_parse_count(arg, "--bucket-elements", &cfg->bucket_elements, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         break;
     case REMAT_LOPT_PREFETCH:
         if ((rc = parse_uint(cmd, arg, "--prefetch", &cfg->prefetch)) != REMAT_EXIT_OK)
@@ -121,7 +121,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         break;
     case REMAT_LOPT_SUB_GROUP:
         if (remat_ledger_parse_count(arg, "--sub-group-size", &cfg->sub_group, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         break;
     case REMAT_LOPT_OFFLOAD_OPTIMIZER:
         cfg->offload_optimizer = true;
@@ -129,7 +129,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         break;
     case REMAT_LOPT_STAGE3_PERSIST:
         if (remat_ledger_parse_count(arg, "--stage3-persistence", &cfg->persist_threshold, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         L->shard.persist_threshold = cfg->persist_threshold;
         L->have_persist = 1;
         break;
@@ -146,7 +146,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
                         : c == REMAT_LOPT_STAGE3_MAX_REUSE ? &L->shard.max_reuse_elements
                                                            : &L->shard.first_bucket_elements;
         if (remat_ledger_parse_count(arg, o, dst, &err) != REMAT_OK)
-            return remat_cli_usage_error(cmd, "%s", err.msg);
+            return remat_cli_usage_err(cmd, &err);
         L->have_prefetch |= c == REMAT_LOPT_STAGE3_PREFETCH;
         L->have_max_live |= c == REMAT_LOPT_STAGE3_MAX_LIVE;
         break;
@@ -154,7 +154,7 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
     default: return remat_cli_shard_option(cmd, c, arg, L);
     }
     if (dt && remat_ledger_dtype_parse(arg, name, dt, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     L->given |= 1ull << (c - REMAT_LOPT_WEIGHTS);
     L->used = 1;
     return REMAT_EXIT_OK;
@@ -282,7 +282,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     remat_err_init(&err);
     remat_status st = remat_ledger_from_graph(&L->cfg, g, &r, &err);
     if (st == REMAT_EINVAL || st == REMAT_EOVERFLOW)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     if (st != REMAT_OK)
         return remat_cli_fail(&err);
     /* Weights and gradients are checked unsharded against the graph; the
@@ -369,7 +369,7 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
         sc.bucket_elements = L->cfg.bucket_elements ? L->cfg.bucket_elements : L->cfg.bucket_bytes / sc.elem_bytes;
     remat_cli_ledger_destroy(L);
     if ((st = remat_sharding_init(a, &sc, &L->sh, &err)) != REMAT_OK)
-        return st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
+        return st == REMAT_EINVAL ? remat_cli_usage_err(cmd, &err) : remat_cli_fail(&err);
     L->sharded = 1;
     x->sharding = &L->sh;
     return remat_cli_shard_apply(cmd, a, L, &r, x);

@@ -24,8 +24,7 @@ static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time|step-time]] "
-     "[-o PLAN] [--json] "
+     "GRAPH [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time|step-time]] [-o PLAN] "
      "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
      "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
@@ -38,25 +37,22 @@ static const remat_command commands[] = {
      "--time-limit S seconds (default 1)"},
     {"replay", cmd_replay,
      "GRAPH [PLAN | PIPELINE-PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
-     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--device NAME|FILE] [ledger options] [--json]",
+     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--device NAME|FILE] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
      "device)"},
     {"ledger", cmd_ledger,
-     "(--params N | --graph GRAPH) [--weights DT] [--grads DT] [--states DT] [--master DT] [--comm DT] "
-     "[--optimizer NAME] [--frozen-copies K] [--zero S --dp N] [--bucket B | --bucket-elements N] [--prefetch K] "
-     "[--workspace B] [--reserve B] [--block N] [--min-8bit N] [--adafactor-beta1] [--json] [-o FILE]",
+     "(--params N | --graph GRAPH) [--zero S --dp N] [--bucket B | --bucket-elements N] [-o FILE]",
      "budget one device's weights, gradients, optimizer state, copies and ZeRO shards"},
     {"gen", cmd_gen, "FAMILY [options] [-o FILE]",
      "write a synthetic graph: chain, layered, resnet, transformer or unet"},
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
-     "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
-     "--dp N --zero K, --deepspeed-config FILE] -o FILE | GRAPH --pp P [--microbatches M] [--pp-schedule S] "
-     "[--pp-stages A:B,...] --device NAME|FILE --format chrome -o FILE | GRAPH --plan PIPELINE-PLAN --device "
-     "NAME|FILE --format chrome -o FILE",
+     "[--flops-time [--flops-per-us N] | --device NAME|FILE] -o FILE | GRAPH --pp P [--microbatches M] "
+     "[--pp-schedule S] [--pp-stages A:B,...] --device NAME|FILE --format chrome -o FILE | GRAPH --plan "
+     "PIPELINE-PLAN --device NAME|FILE --format chrome -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit,
-     "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",
+     "GRAPH [PLAN] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"step", cmd_step,
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
@@ -82,14 +78,108 @@ static const remat_command *find_command(const char *name)
     return NULL;
 }
 
+/* The option table of the command running now, as its getopt calls pass
+ * it, copied (a command may build its table on its stack): the usage lists
+ * every option the command accepts from the table it parses with, so the
+ * two cannot drift apart. */
+#define MAX_SEEN 256
+static struct {
+    char name[40];
+    int has_arg, val;
+} seen[MAX_SEEN];
+static size_t n_seen;
+static char seen_cmd[32];
+
+int remat_cli_getopt(int argc, char *const argv[], const char *shortopts, const struct option *longopts)
+{
+    n_seen = 0;
+    for (const struct option *o = longopts; o->name && n_seen < MAX_SEEN; o++, n_seen++) {
+        snprintf(seen[n_seen].name, sizeof seen[n_seen].name, "%s", o->name);
+        seen[n_seen].has_arg = o->has_arg;
+        seen[n_seen].val = o->val;
+    }
+    snprintf(seen_cmd, sizeof seen_cmd, "%s", argv[0]);
+    return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+/* The argument an option's usage shows ("--budget B"): the strategy
+ * options' own from their table, else this list; an option missing from
+ * both shows "ARG", which the usage test (tests/cli/usage.sh) refuses. */
+static const struct {
+    const char *name, *arg;
+} metavars[] = {
+    {"budget", "B"}, {"activation-budget", "B"}, {"strategy", "S"}, {"output", "FILE"}, {"plan", "PLAN"},
+    {"params", "N"}, {"graph", "GRAPH"}, {"weights", "DT"}, {"grads", "DT"}, {"states", "DT"}, {"master", "DT"},
+    {"comm", "DT"}, {"optimizer", "NAME"}, {"frozen-copies", "K"}, {"zero", "S"}, {"dp", "N"}, {"bucket", "B"},
+    {"bucket-elements", "N"}, {"prefetch", "K"}, {"workspace", "B"}, {"reserve", "B"}, {"block", "N"},
+    {"min-8bit", "N"}, {"stage3-prefetch", "N"}, {"stage3-max-live", "N"}, {"first-bucket-elements", "N"},
+    {"stage3-persistence", "N"}, {"adam-step", "WHERE"}, {"sub-group-size", "N"}, {"deepspeed-config", "FILE"},
+    {"write-deepspeed-config", "FILE"}, {"shard", "KIND"}, {"rank", "R"}, {"optimizer-workspace", "torch|B"},
+    {"device", "NAME|FILE"}, {"objective", "flops|time"}, {"measured", "FILE"}, {"pp", "P"},
+    {"microbatches", "M"}, {"pp-schedule", "gpipe|1f1b|interleaved:V"}, {"pp-stages", "A:B,..."},
+    {"pp-balance", "flops|bytes"}, {"sweep", "N"}, {"svg", "FILE"}, {"scale", "K"}, {"format", "FMT"},
+    {"flops-per-us", "N"}, {"top", "N"}, {"width", "W"}, {"height", "H"}, {"lr", "X"}, {"momentum", "X"},
+    {"betas", "B1,B2"}, {"eps", "X"}, {"weight-decay", "X"}, {"steps", "K"}, {"data", "FILE"}, {"seed", "S"},
+    {"state", "STATE"}, {"every", "N"}, {"name", "NAME"}, {"policy", "POLICY"}, {"static", "ORDER"},
+    {"svg-layout", "LAYOUT"}, {"work", "N"}, {"stage3-max-reuse", "N"}, {"fsdp-strategy", "S"},
+    {"fsdp-backward-prefetch", "P"}, {"fsdp-wrap", "DEPTH"}, {"fsdp-units", "PREFIXES"},
+};
+
+const char *remat_cli_metavar(const char *name)
+{
+    size_t n;
+    const remat_plan_option_info *t = remat_plan_option_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char flag[64];
+        size_t k = 0;
+        for (const char *p = t[i].name; *p && k + 1 < sizeof flag; p++)
+            flag[k++] = *p == '_' ? '-' : *p;
+        flag[k] = '\0';
+        if (strcmp(flag, name) == 0 && t[i].arg)
+            return t[i].arg;
+    }
+    for (size_t i = 0; i < sizeof metavars / sizeof metavars[0]; i++)
+        if (strcmp(metavars[i].name, name) == 0)
+            return metavars[i].arg;
+    return "ARG";
+}
+
+static int opt_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+/* 1 when text names "--name" as a whole option (not a prefix of a longer one). */
+static int names_option(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, "--"); p; p = strstr(p + 2, "--"))
+        if (strncmp(p + 2, name, n) == 0 && !opt_char(p[2 + n]))
+            return 1;
+    return 0;
+}
+
 void remat_cli_print_usage(FILE *f, const char *cmd)
 {
     const remat_command *c = find_command(cmd);
     if (!c)
         return;
+    /* The synopsis says what a table cannot (operands, alternatives, what
+     * goes together); every other option of the command's table follows. */
     fprintf(f, "usage: remat %s %s", c->name, c->usage);
-    if (c->fn == cmd_plan) /* the strategies' options, from their table */
-        remat_cli_plan_usage_options(f);
+    if (strcmp(seen_cmd, cmd) == 0)
+        for (size_t i = 0; i < n_seen; i++) {
+            const char *name = seen[i].name;
+            int v = seen[i].val;
+            char shortname[4] = {'-', (char)v, ' ', '\0'};
+            if (strcmp(name, "help") == 0 || names_option(c->usage, name) ||
+                (v > ' ' && v < 127 && strstr(c->usage, shortname)))
+                continue;
+            if (seen[i].has_arg == no_argument)
+                fprintf(f, " [--%s]", name);
+            else
+                fprintf(f, " [--%s %s]", name, remat_cli_metavar(name));
+        }
     fprintf(f, "\n  %s\n", c->summary);
 }
 
@@ -105,13 +195,33 @@ static void print_help(FILE *f)
                "3 bad input, 4 infeasible budget, 5 internal error.\n");
 }
 
+/* `remat help CMD` is `remat CMD --help`, so the usage comes from the
+ * table CMD parses with. `remat help --options CMD` prints that help, then
+ * the table's options one "--name" a line, for the usage test
+ * (tests/cli/usage.sh). */
 static int cmd_help(int argc, char **argv)
 {
+    int list = argc > 2 && strcmp(argv[1], "--options") == 0;
     if (argc > 1) {
-        if (!find_command(argv[1]))
-            return remat_cli_usage_error("help", "unknown command '%s'", argv[1]);
-        remat_cli_print_usage(stdout, argv[1]);
-        return REMAT_EXIT_OK;
+        const char *name = argv[list ? 2 : 1];
+        const remat_command *c = find_command(name);
+        if (!c)
+            return remat_cli_usage_error("help", "unknown command '%s'", name);
+        if (c->fn == cmd_help) {
+            remat_cli_print_usage(stdout, "help");
+            return REMAT_EXIT_OK;
+        }
+        char *args[] = {(char *)c->name, (char *)"--help", NULL};
+        n_seen = 0;
+        int rc = c->fn(2, args);
+        for (size_t i = 0; list && i < n_seen; i++) {
+            int v = seen[i].val;
+            if (v > ' ' && v < 127)
+                printf("--%s -%c\n", seen[i].name, v);
+            else
+                printf("--%s\n", seen[i].name);
+        }
+        return rc;
     }
     print_help(stdout);
     return REMAT_EXIT_OK;
@@ -163,11 +273,63 @@ void remat_cli_put_escaped(FILE *f, const char *s)
     }
 }
 
-/* The flag that spells API parameter name (a remat_plan_options field:
- * "strategy", "dp_step", ...) on this command line, in flag[0..cap), or 0
- * when name (n bytes) is no such parameter. The table is the library's, so
- * a new option is mapped with no edit here. */
-static int flag_for(const char *name, size_t n, char *flag, size_t cap)
+/* The library's parameters that are not remat_plan_options fields (those
+ * map by rule: dp_step is --dp-step), each beside the flag that sets it on
+ * this command line. A library message writes such a name in backquotes
+ * ("`zero_stage`: stage 4 does not exist"); names of gen's options come
+ * from cmd_gen's own option table (remat_cli_gen_flag). */
+static const struct {
+    const char *param, *flag;
+} param_flags[] = {
+    /* remat_ledger_config and remat_ledger_from_count */
+    {"weights", "--weights"},
+    {"grads", "--grads"},
+    {"states", "--states"},
+    {"master", "--master"},
+    {"comm", "--comm"},
+    {"optimizer", "--optimizer"},
+    {"adafactor_beta1", "--adafactor-beta1"},
+    {"block", "--block"},
+    {"min_8bit", "--min-8bit"},
+    {"frozen_copies", "--frozen-copies"},
+    {"zero_stage", "--zero"},
+    {"dp", "--dp"},
+    {"bucket_bytes", "--bucket"},
+    {"bucket_elements", "--bucket-elements"},
+    {"prefetch", "--prefetch"},
+    {"persist_threshold", "--stage3-persistence"},
+    {"offload_optimizer", "--offload-optimizer"},
+    {"step", "--adam-step"},
+    {"sub_group", "--sub-group-size"},
+    {"workspace", "--workspace"},
+    {"reserve", "--reserve"},
+    {"n_params", "--params"},
+    {"remat_ledger_from_graph", "--graph"},
+    /* remat_shard_config, remat_zero_redundancy_init, remat_exec_extras */
+    {"stage", "--zero"},
+    {"remat_shard_config.elem_bytes", "--weights"},
+    {"remat_zero_redundancy_init.elem_bytes", "--weights"},
+    {"sharding", "--dp N and --zero K"},
+    {"wrap_depth", "--fsdp-wrap"},
+    {"unit_prefixes", "--fsdp-units"},
+    /* remat_pp_config and the pipeline planner */
+    {"remat_pp_config", "--pp"},
+    {"stages", "--pp"},
+    {"microbatches", "--microbatches"},
+    {"remat_pp_config.kind", "--pp-schedule"},
+    {"remat_pp_parse_schedule", "--pp-schedule"},
+    {"remat_pp_parse_stages", "--pp-stages"},
+    {"REMAT_BUDGET_ACTIVATION", "--activation-budget"},
+    {"REMAT_BUDGET_TOTAL", "--budget"},
+    {"extras", "the ledger's options"},
+    /* remat_numeric_replay's scale */
+    {"scale", "--scale"},
+};
+
+/* The flag of remat_plan_options field (or "strategy") name, n bytes, in
+ * flag[0..cap); 0 when it is none. The table is the library's, so a new
+ * option is mapped with no edit here. */
+static int plan_flag_for(const char *name, size_t n, char *flag, size_t cap)
 {
     size_t count;
     const remat_plan_option_info *t = remat_plan_option_table(&count);
@@ -183,23 +345,28 @@ static int flag_for(const char *name, size_t n, char *flag, size_t cap)
     return 1;
 }
 
+/* The flag of any library parameter name (n bytes), as above. */
+static int flag_for(const char *name, size_t n, char *flag, size_t cap)
+{
+    if (plan_flag_for(name, n, flag, cap) || remat_cli_gen_flag(name, n, flag, cap))
+        return 1;
+    for (size_t i = 0; i < sizeof param_flags / sizeof param_flags[0]; i++)
+        if (strlen(param_flags[i].param) == n && strncmp(param_flags[i].param, name, n) == 0) {
+            if (strlen(param_flags[i].flag) >= cap)
+                return 0;
+            strcpy(flag, param_flags[i].flag);
+            return 1;
+        }
+    return 0;
+}
+
 static int word_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
-/* The library's messages about a bad argument name its API parameters; the
- * user of this command typed flags, so the message is told in those: a
- * leading "strategy:" becomes "--strategy:", and a parameter whose name has
- * an underscore (no English word does) becomes its flag wherever it stands
- * as a whole word ("use a larger dp_step" -> "use a larger --dp-step").
- * Only for argument errors and unmet budgets: other messages quote the
- * user's graph, whose ids may be anything. */
-const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
+size_t remat_cli_text_in_flags(const char *msg, int plain, char *out, size_t cap)
 {
-    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
-    if (err->code != REMAT_EINVAL && err->code != REMAT_EINFEASIBLE)
-        return msg;
     size_t k = 0;
     char flag[64];
     for (const char *p = msg; *p && k + 1 < cap;) {
@@ -207,8 +374,23 @@ const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
         while (word_char(*e))
             e++;
         size_t n = (size_t)(e - p);
+        if (*p == '`') {
+            /* `name`: a parameter, whatever the message's code. */
+            const char *q = p + 1;
+            while (word_char(*q) || *q == '.') /* "remat_shard_config.elem_bytes" */
+                q++;
+            if (*q == '`' && q > p + 1 && flag_for(p + 1, (size_t)(q - p - 1), flag, sizeof flag)) {
+                for (const char *f = flag; *f && k + 1 < cap; f++)
+                    out[k++] = *f;
+                p = q + 1;
+                continue;
+            }
+            out[k++] = *p++;
+            continue;
+        }
         int lead = p == msg && *e == ':';
-        if (n && (lead || memchr(p, '_', n)) && (p == msg || !word_char(p[-1])) && flag_for(p, n, flag, sizeof flag)) {
+        if (plain && n && (lead || memchr(p, '_', n)) && (p == msg || !word_char(p[-1])) &&
+            plan_flag_for(p, n, flag, sizeof flag)) {
             for (const char *f = flag; *f && k + 1 < cap; f++)
                 out[k++] = *f;
             p = e;
@@ -220,7 +402,28 @@ const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
         }
     }
     out[k] = '\0';
+    return k;
+}
+
+/* The library's messages about a bad argument name its API parameters; the
+ * user of this command typed flags, so the message is told in those. A
+ * backquoted name ("`zero_stage`") is a parameter wherever it stands; so,
+ * in argument errors and unmet budgets only (other messages may quote the
+ * user's graph, whose ids may be anything), are a leading remat_plan_options
+ * name ("strategy:" becomes "--strategy:") and one whose name has an
+ * underscore (no English word does) standing as a whole word ("use a larger
+ * dp_step" -> "use a larger --dp-step"). */
+const char *remat_cli_in_flags(const remat_err *err, char *out, size_t cap)
+{
+    const char *msg = err->msg[0] ? err->msg : remat_status_str(err->code);
+    remat_cli_text_in_flags(msg, err->code == REMAT_EINVAL || err->code == REMAT_EINFEASIBLE, out, cap);
     return out;
+}
+
+int remat_cli_usage_err(const char *cmd, const remat_err *err)
+{
+    char buf[2 * REMAT_ERR_MSG_MAX];
+    return remat_cli_usage_error(cmd, "%s", remat_cli_in_flags(err, buf, sizeof buf));
 }
 
 int remat_cli_fail(const remat_err *err)

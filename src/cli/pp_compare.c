@@ -56,7 +56,8 @@ static void run_row(const remat_analysis *a, const remat_pp_config *c, const uin
             w->exposed = r.timeline.exposed_comm;
         }
     } else {
-        snprintf(w->message, sizeof w->message, "%s", err.msg);
+        char said[2 * REMAT_ERR_MSG_MAX];
+        snprintf(w->message, sizeof w->message, "%s", remat_cli_in_flags(&err, said, sizeof said));
     }
     remat_pp_result_destroy(&r);
 }
@@ -72,7 +73,7 @@ int remat_cli_pp_compare(const char *graph, const remat_analysis *a, const remat
         if (n > 256)
             return remat_cli_usage_error("compare", "--pp-stages: at most 256 stages");
         if (remat_pp_parse_stages(p->stages, a->g->n_ops, n, cuts_buf, &err) != REMAT_OK)
-            return remat_cli_usage_error("compare", "%s", err.msg);
+            return remat_cli_usage_err("compare", &err);
         cuts = cuts_buf;
     }
     size_t k;

@@ -46,7 +46,7 @@ int remat_cli_pp_ledger(const char *cmd, const remat_analysis *a, const remat_cl
             st = remat_analyze(sg, &sa, &err);
         remat_free(json);
         if (st != REMAT_OK)
-            rc = st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
+            rc = st == REMAT_EINVAL ? remat_cli_usage_err(cmd, &err) : remat_cli_fail(&err);
         uint64_t res = 0;
         if (rc == REMAT_EXIT_OK)
             rc = remat_cli_ledger_extras(cmd, sa, L, &x[v], &res);

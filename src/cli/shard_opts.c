@@ -171,7 +171,7 @@ static int rank_ledger(const char *cmd, const remat_cli_ledger *L, const remat_l
     remat_err err;
     remat_err_init(&err);
     if (remat_ledger_from_count(&c, n, out, &err) != REMAT_OK)
-        return remat_cli_usage_error(cmd, "%s", err.msg);
+        return remat_cli_usage_err(cmd, &err);
     return REMAT_EXIT_OK;
 }
 
@@ -223,7 +223,7 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
         remat_err_init(&err);
         remat_status st = remat_zero_redundancy_init(a, r->dp, eb, &L->zr, &err);
         if (st != REMAT_OK)
-            return st == REMAT_EINVAL ? remat_cli_usage_error(cmd, "%s", err.msg) : remat_cli_fail(&err);
+            return st == REMAT_EINVAL ? remat_cli_usage_err(cmd, &err) : remat_cli_fail(&err);
         L->zr_built = 1;
         /* Without --rank: a bound on every rank. The state (and master
          * copy) grow with the elements, so the rank with the most holds the

@@ -323,15 +323,15 @@ remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config
     if (s != REMAT_OK)
         return s;
     if (o->budget_kind == REMAT_BUDGET_ACTIVATION)
-        return remat_err_set(err, REMAT_EINVAL, "--activation-budget with --pp: a device's budget caps its whole "
-                                                "peak; use --budget");
+        return remat_err_set(err, REMAT_EINVAL, "`REMAT_BUDGET_ACTIVATION` with `remat_pp_config`: a device's budget "
+                                                "caps its whole peak; use `REMAT_BUDGET_TOTAL`");
     const remat_exec_extras none = {0};
     if (memcmp(&o->extras, &none, sizeof none) != 0)
         return remat_err_set(err, REMAT_EINVAL, "pipeline: the ledger's state goes per stage (stage_extras), not in "
                                                 "the plan options");
     for (uint32_t v = 0; stage_extras && v < c->stages * c->chunks; v++)
         if (stage_extras[v].sharding)
-            return remat_err_set(err, REMAT_EINVAL, "--dp with --pp: a pipeline stage's data-parallel sharding is not "
+            return remat_err_set(err, REMAT_EINVAL, "`dp` with `remat_pp_config`: a pipeline stage's data-parallel sharding is not "
                                                     "modelled yet");
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;

@@ -58,17 +58,17 @@ remat_status remat_pp_parse_schedule(const char *text, remat_pp_config *c, remat
             c->chunks = (uint32_t)n;
             return REMAT_OK;
         }
-        return remat_err_set(err, REMAT_EINVAL, "--pp-schedule '%.64s': V must be a whole number from 2 to 1024", text);
+        return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_schedule` '%.64s': V must be a whole number from 2 to 1024", text);
     }
-    return remat_err_set(err, REMAT_EINVAL, "--pp-schedule '%.64s': expected gpipe, 1f1b or interleaved:V", text);
+    return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_schedule` '%.64s': expected gpipe, 1f1b or interleaved:V", text);
 }
 
 remat_status remat_pp_check(const remat_pp_config *c, remat_err *err)
 {
     if (c->stages < 1 || c->stages > 4096)
-        return remat_err_set(err, REMAT_EINVAL, "--pp %u is out of range (1 to 4096)", c->stages);
+        return remat_err_set(err, REMAT_EINVAL, "`stages` %u is out of range (1 to 4096)", c->stages);
     if (c->microbatches < 1 || c->microbatches > 1u << 20)
-        return remat_err_set(err, REMAT_EINVAL, "--microbatches %u is out of range (1 to 1048576)", c->microbatches);
+        return remat_err_set(err, REMAT_EINVAL, "`microbatches` %u is out of range (1 to 1048576)", c->microbatches);
     if (c->kind == REMAT_PP_INTERLEAVED) {
         if (c->chunks < 2)
             return remat_err_set(err, REMAT_EINVAL, "interleaved: V must be at least 2 (got %u)", c->chunks);
@@ -76,7 +76,7 @@ remat_status remat_pp_check(const remat_pp_config *c, remat_err *err)
          * microbatch numbering runs in groups of P. */
         if (c->microbatches % c->stages != 0)
             return remat_err_set(err, REMAT_EINVAL,
-                                 "--pp-schedule interleaved needs --microbatches (%u) to be a multiple of --pp (%u)",
+                                 "`remat_pp_config.kind` interleaved needs `microbatches` (%u) to be a multiple of `stages` (%u)",
                                  c->microbatches, c->stages);
     } else if (c->chunks != 1) {
         return remat_err_set(err, REMAT_EINVAL, "%s has one chunk per device (got %u)", remat_pp_kind_name(c->kind),

@@ -76,25 +76,25 @@ remat_status remat_pp_parse_stages(const char *text, uint32_t n_ops, uint32_t n,
     while (*p) {
         char *end;
         if (k == n)
-            return remat_err_set(err, REMAT_EINVAL, "--pp-stages '%.80s': more than the %u stages of the pipeline", text,
+            return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_stages` '%.80s': more than the %u stages of the pipeline", text,
                                  n);
         unsigned long lo = strtoul(p, &end, 10);
         if (end == p || *end != ':')
-            return remat_err_set(err, REMAT_EINVAL, "--pp-stages '%.80s': entry %u: expected FIRST:END", text, k + 1);
+            return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_stages` '%.80s': entry %u: expected FIRST:END", text, k + 1);
         p = end + 1;
         unsigned long hi = strtoul(p, &end, 10);
         if (end == p || (*end && *end != ','))
-            return remat_err_set(err, REMAT_EINVAL, "--pp-stages '%.80s': entry %u: expected FIRST:END", text, k + 1);
+            return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_stages` '%.80s': entry %u: expected FIRST:END", text, k + 1);
         if (lo != cuts[k] || hi <= lo || hi > n_ops)
             return remat_err_set(err, REMAT_EINVAL,
-                                 "--pp-stages '%.80s': entry %u (%lu:%lu) must start at %u and end after it, at most "
+                                 "`remat_pp_parse_stages` '%.80s': entry %u (%lu:%lu) must start at %u and end after it, at most "
                                  "at %u (the ops in forward order)",
                                  text, k + 1, lo, hi, cuts[k], n_ops);
         cuts[++k] = (uint32_t)hi;
         p = *end ? end + 1 : end;
     }
     if (k != n || cuts[n] != n_ops)
-        return remat_err_set(err, REMAT_EINVAL, "--pp-stages '%.80s': %u stages ending at op %u; the pipeline needs %u "
+        return remat_err_set(err, REMAT_EINVAL, "`remat_pp_parse_stages` '%.80s': %u stages ending at op %u; the pipeline needs %u "
                              "ending at %u", text, k, k ? cuts[k] : 0, n, n_ops);
     return REMAT_OK;
 }
@@ -174,7 +174,7 @@ remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint3
                 if (at >= (int64_t)end) {
                     st = remat_err_set(err, REMAT_EINVAL,
                                        "pipeline stage %u (ops %u:%u): op '%s' saves '%s', which a later stage makes; "
-                                       "choose cuts that keep them together (--pp-stages)",
+                                       "choose cuts that keep them together (`remat_pp_parse_stages`)",
                                        k, first, end, op->id, g->tensors[t].id);
                     break;
                 }

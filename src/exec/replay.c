@@ -6,7 +6,12 @@
  * a count of resident members per storage (a base and its views share one),
  * the category each live storage was allocated in, and done flags per op.
  * Each instruction is checked before it changes anything, so the first
- * failure leaves a precise message: index, text and why.
+ * failure leaves a precise message: index, text and why. This file holds
+ * the rules (what each instruction may read, makes and frees, and the
+ * checks at the end); replay_account.c holds the bytes they move (live
+ * bytes per category, each step's high-water mark, the peaks),
+ * replay_query.c the cursor's measurement queries and replay_grad.c the
+ * gradient views.
  *
  * Accounting (graphs/README.md, "Memory accounting"): a step's high-water
  * mark is the live bytes before it plus what it allocates plus its
@@ -61,125 +66,6 @@ remat_status remat__replay_invalid(replay *R, remat_instr in, const char *fmt, .
         remat_err_set_at(R->err, REMAT_ESCHEDULE, &loc, "instruction %zu (%s): %s", R->index,
                          remat_instr_text(R->g, in, text, sizeof text), why);
     return REMAT_ESCHEDULE;
-}
-
-remat_status remat__replay_overflow(replay *R)
-{
-    return remat_err_set(R->err, REMAT_EOVERFLOW, "instruction %zu: live bytes exceed 2^64-1", R->index);
-}
-
-remat_status remat__replay_alloc_bytes(replay *R, remat_category c, uint64_t bytes)
-{
-    if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
-        return remat__replay_overflow(R);
-    if (remat_category_is_activation(c))
-        R->act_live += bytes; /* bounded by total */
-    return REMAT_OK;
-}
-
-/* Releases bytes of category c (the inverse of alloc_bytes). */
-void remat__replay_free_bytes(replay *R, remat_category c, uint64_t bytes)
-{
-    R->live[c] -= bytes;
-    R->total -= bytes;
-    if (remat_category_is_activation(c))
-        R->act_live -= bytes;
-}
-
-static remat_status observer_failed(replay *R)
-{
-    return remat_err_set(R->err, REMAT_EINTERNAL, "instruction %zu: replay observer failed", R->index);
-}
-
-remat_status remat__replay_notify_alloc(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
-{
-    if (R->obs && R->obs->on_alloc && R->obs->on_alloc(R->obs->ctx, R->index, storage, grad, c, bytes))
-        return observer_failed(R);
-    return REMAT_OK;
-}
-
-remat_status remat__replay_notify_free(replay *R, uint32_t storage, int grad, remat_category c, uint64_t bytes)
-{
-    if (R->obs && R->obs->on_free && R->obs->on_free(R->obs->ctx, R->index, storage, grad, c, bytes))
-        return observer_failed(R);
-    return REMAT_OK;
-}
-
-/* Starts a step; callers then add what it allocates (before allocating). */
-void remat__replay_step_begin(replay *R)
-{
-    R->mask = 0;
-    R->add_total = R->add_act = 0;
-    R->base_total = R->total;
-    R->base_act = R->act_live;
-    R->undo_b = 0;
-}
-
-remat_status remat__replay_step_add(replay *R, remat_category c, uint64_t bytes)
-{
-    if (!(R->mask & (1u << c))) {
-        R->mask |= 1u << c;
-        R->base[c] = R->live[c];
-        R->add[c] = 0;
-    }
-    if (!remat_u64_add(R->add[c], bytes, &R->add[c]) || !remat_u64_add(R->add_total, bytes, &R->add_total))
-        return remat__replay_overflow(R);
-    if (remat_category_is_activation(c))
-        R->add_act += bytes; /* bounded by add_total */
-    return REMAT_OK;
-}
-
-/* Category c's bytes at this step's high-water mark. */
-static uint64_t step_hw(const replay *R, int c)
-{
-    if (R->mask & (1u << c))
-        return R->base[c] + R->add[c];
-    return R->live[c] + (c == R->undo_c ? R->undo_b : 0);
-}
-
-/* Closes a step: folds its high-water mark into the result. live_after is
- * what stays live once the step is over (for a BWD, without the output
- * gradients it releases right after this call). Only the categories the
- * step added to can reach a new maximum: any other holds at most what it
- * held at the end of the previous step, which that step's mark covered. */
-remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_after)
-{
-    remat_replay_result *r = R->r;
-    uint64_t total;
-    if (!remat_u64_add(R->base_total, R->add_total, &total) || total < R->base_total)
-        return remat__replay_overflow(R);
-    uint64_t act = R->base_act + R->add_act; /* bounded by total */
-    for (uint32_t m = R->mask; m; m &= m - 1) {
-        int c = __builtin_ctz(m);
-        uint64_t v = R->base[c] + R->add[c];
-        if (v > r->category_peak[c])
-            r->category_peak[c] = v;
-    }
-    if (total > r->peak_bytes || R->index == 0) {
-        r->peak_bytes = total;
-        r->peak_index = R->index;
-        for (int c = 0; c < REMAT_CAT_COUNT; c++)
-            r->peak_by_category[c] = step_hw(R, c);
-    }
-    R->step_total = total;
-    R->step_act = act;
-    if (act > r->activation_peak || R->index == 0) {
-        r->activation_peak = act;
-        r->activation_peak_index = R->index;
-    }
-    if (R->obs && R->obs->on_step) {
-        uint64_t hw[REMAT_CAT_COUNT];
-        for (int c = 0; c < REMAT_CAT_COUNT; c++)
-            hw[c] = step_hw(R, c);
-        if (R->obs->on_step(R->obs->ctx, R->index, in, live_after, total, hw))
-            return observer_failed(R);
-    }
-    return REMAT_OK;
-}
-
-remat_category remat__grad_category(const remat_tensor *t)
-{
-    return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
 }
 
 static remat_status do_forward(replay *R, remat_instr in, int recompute)

@@ -71,24 +71,67 @@ struct remat_replay_cursor {
  * (DTR) pays for the allocation once. O(tensors). */
 remat_status remat__replay_restart(remat_replay_cursor *c, remat_err *err);
 
-/* The step primitives of replay.c, for replay_shard.c: a failure naming
- * the instruction (REMAT_ESCHEDULE), live bytes in and out of a category,
- * the observer's events, and a step's open/add/close. */
+/* The step primitives, for replay.c's rules and replay_shard.c's: a
+ * failure naming the instruction (REMAT_ESCHEDULE, replay.c), and from
+ * replay_account.c live bytes in and out of a category, the observer's
+ * events, a step's open/add/close, and the category of a tensor's
+ * gradient. */
 remat_status remat__replay_invalid(remat_replay_cursor *R, remat_instr in, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 remat_status remat__replay_overflow(remat_replay_cursor *R);
-remat_status remat__replay_alloc_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes);
-void remat__replay_free_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes);
 remat_status remat__replay_notify_alloc(remat_replay_cursor *R, uint32_t storage, int grad, remat_category c,
                                         uint64_t bytes);
 remat_status remat__replay_notify_free(remat_replay_cursor *R, uint32_t storage, int grad, remat_category c,
                                        uint64_t bytes);
-void remat__replay_step_begin(remat_replay_cursor *R);
-remat_status remat__replay_step_add(remat_replay_cursor *R, remat_category c, uint64_t bytes);
 remat_status remat__replay_step_end(remat_replay_cursor *R, remat_instr in, uint64_t live_after);
+
+/* The books' four hot primitives, inline: every instruction of every
+ * replay moves bytes through them, in replay.c, replay_shard.c and
+ * replay_account.c alike (a call across files cost 0.7% of a replay). */
+static inline remat_status remat__replay_alloc_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes)
+{
+    if (!remat_u64_add(R->live[c], bytes, &R->live[c]) || !remat_u64_add(R->total, bytes, &R->total))
+        return remat__replay_overflow(R);
+    if (remat_category_is_activation(c))
+        R->act_live += bytes; /* bounded by total */
+    return REMAT_OK;
+}
+
+/* Releases bytes of category c (the inverse of alloc_bytes). */
+static inline void remat__replay_free_bytes(remat_replay_cursor *R, remat_category c, uint64_t bytes)
+{
+    R->live[c] -= bytes;
+    R->total -= bytes;
+    if (remat_category_is_activation(c))
+        R->act_live -= bytes;
+}
+
+/* Starts a step; callers then add what it allocates (before allocating). */
+static inline void remat__replay_step_begin(remat_replay_cursor *R)
+{
+    R->mask = 0;
+    R->add_total = R->add_act = 0;
+    R->base_total = R->total;
+    R->base_act = R->act_live;
+    R->undo_b = 0;
+}
+
+static inline remat_status remat__replay_step_add(remat_replay_cursor *R, remat_category c, uint64_t bytes)
+{
+    if (!(R->mask & (1u << c))) {
+        R->mask |= 1u << c;
+        R->base[c] = R->live[c];
+        R->add[c] = 0;
+    }
+    if (!remat_u64_add(R->add[c], bytes, &R->add[c]) || !remat_u64_add(R->add_total, bytes, &R->add_total))
+        return remat__replay_overflow(R);
+    if (remat_category_is_activation(c))
+        R->add_act += bytes; /* bounded by add_total */
+    return REMAT_OK;
+}
 
 /* replay_shard.c: stage 3's gathered-param check for the params among ts,
  * one collective instruction, and remat_replay of a compute schedule with
@@ -107,7 +150,7 @@ enum {
     REMAT__GRAD_HELD = 3, /* read and done, but its storage is held by the slices of it still live */
     REMAT__GRAD_DYING = 4 /* within a BWD step only: freed right after the step's mark */
 };
-remat_category remat__grad_category(const remat_tensor *t); /* replay.c */
+remat_category remat__grad_category(const remat_tensor *t); /* replay_account.c */
 void remat__grad_find_slices(remat_replay_cursor *R);
 int remat__grad_slice_now(const remat_replay_cursor *R, uint32_t k, uint32_t t, int seed_now);
 uint64_t remat__grad_mark_dying(remat_replay_cursor *R, uint32_t u);

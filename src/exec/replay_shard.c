@@ -76,7 +76,7 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
     const remat_graph *g = R->g;
     const char *name = remat_instr_name((remat_instr_kind)in.kind);
     if (!sh)
-        return remat__replay_invalid(R, in, "%s in a replay without sharding (give --dp N and --zero K)", name);
+        return remat__replay_invalid(R, in, "%s in a replay without sharding (give `sharding`)", name);
     uint32_t stage = sh->cfg.stage;
     uint64_t eb = sh->cfg.elem_bytes;
     if (in.kind == REMAT_I_ALLGATHER || in.kind == REMAT_I_RELEASE) {

@@ -68,9 +68,9 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
     memset(out, 0, sizeof *out);
     const remat_graph *g = a->g;
     if (cfg->stage > 3)
-        return remat_err_set(err, REMAT_EINVAL, "--zero: stage %u does not exist (use 0, 1, 2 or 3)", cfg->stage);
+        return remat_err_set(err, REMAT_EINVAL, "`stage`: stage %u does not exist (use 0, 1, 2 or 3)", cfg->stage);
     if (cfg->dp < 2)
-        return remat_err_set(err, REMAT_EINVAL, "--dp: a sharded replay needs at least 2 ranks (got %llu)",
+        return remat_err_set(err, REMAT_EINVAL, "`dp`: a sharded replay needs at least 2 ranks (got %llu)",
                              (unsigned long long)cfg->dp);
     if (cfg->elem_bytes == 0)
         return remat_err_set(err, REMAT_EINVAL, "sharding: element size must be at least 1 byte");
@@ -82,7 +82,7 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         if (cfg->fsdp > REMAT_FSDP_NO_SHARD || cfg->backward_prefetch > REMAT_FSDP_BACKWARD_POST)
             return remat_err_set(err, REMAT_EINVAL, "sharding: unknown FSDP strategy or prefetch");
         if (cfg->offload_optimizer || cfg->persist_threshold)
-            return remat_err_set(err, REMAT_EINVAL, "--shard fsdp: optimizer offload and stage 3 persistence are "
+            return remat_err_set(err, REMAT_EINVAL, "FSDP sharding: optimizer offload and stage 3 persistence are "
                                                     "DeepSpeed's (FSDP's CPUOffload is not modelled)");
         fc.stage = cfg->fsdp == REMAT_FSDP_NO_SHARD ? 0 : 3;
         cfg = &fc;
@@ -159,7 +159,7 @@ static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *u
             if (T->bytes % eb) {
                 return remat_err_set(err, REMAT_EINVAL,
                                      "param '%s': %llu B is not a whole number of %u-byte elements; give the "
-                                     "params' precision (--weights)",
+                                     "params' precision (`remat_shard_config.elem_bytes`)",
                                      T->id, (unsigned long long)T->bytes, cfg->elem_bytes);
             }
             uint64_t e = T->bytes / eb, shard = ceil_div(e, dp) * eb, padded = ceil_div(e, dp) * dp;

@@ -86,10 +86,10 @@ remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, ui
     memset(out, 0, sizeof *out);
     const remat_graph *g = a->g;
     if (dp < 2)
-        return remat_err_set(err, REMAT_EINVAL, "--dp: ZeroRedundancyOptimizer needs at least 2 ranks (got %llu)",
+        return remat_err_set(err, REMAT_EINVAL, "`dp`: ZeroRedundancyOptimizer needs at least 2 ranks (got %llu)",
                              (unsigned long long)dp);
     if (dp > UINT32_MAX)
-        return remat_err_set(err, REMAT_EINVAL, "--dp: %llu ranks exceed 2^32-1", (unsigned long long)dp);
+        return remat_err_set(err, REMAT_EINVAL, "`dp`: %llu ranks exceed 2^32-1", (unsigned long long)dp);
     if (elem_bytes == 0)
         return remat_err_set(err, REMAT_EINVAL, "ZeroRedundancyOptimizer: element size must be at least 1 byte");
     size_t n = 0;
@@ -118,7 +118,7 @@ remat_status remat_zero_redundancy_init(const remat_analysis *a, uint64_t dp, ui
             remat_zero_redundancy_destroy(out);
             return remat_err_set(err, REMAT_EINVAL,
                                  "param '%s': %llu B is not a whole number of %u-byte elements; give the params' "
-                                 "precision (--weights)",
+                                 "precision (`remat_zero_redundancy_init.elem_bytes`)",
                                  T->id, (unsigned long long)T->bytes, elem_bytes);
         }
         ps[k].elements = T->bytes / elem_bytes;

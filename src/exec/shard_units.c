@@ -53,12 +53,12 @@ remat_status remat__shard_units(const remat_analysis *a, const remat_shard_confi
         unit_of[t] = REMAT_NONE;
     int by_module = cfg->wrap_depth || cfg->n_unit_prefixes;
     if (cfg->wrap_depth && cfg->n_unit_prefixes)
-        return remat_err_set(err, REMAT_EINVAL, "--fsdp-wrap and --fsdp-units: give one of them");
+        return remat_err_set(err, REMAT_EINVAL, "`wrap_depth` and `unit_prefixes`: give one of them");
     if (cfg->n_unit_prefixes && !cfg->unit_prefixes)
         return remat_err_set(err, REMAT_EINVAL, "sharding: unit prefixes missing");
     for (size_t i = 0; i < cfg->n_unit_prefixes; i++)
         if (!cfg->unit_prefixes[i] || !*cfg->unit_prefixes[i])
-            return remat_err_set(err, REMAT_EINVAL, "--fsdp-units: prefix %zu is empty (the root unit holds every "
+            return remat_err_set(err, REMAT_EINVAL, "`unit_prefixes`: prefix %zu is empty (the root unit holds every "
                                                     "param no listed module holds)", i + 1);
     if (by_module) {
         int any = 0;
@@ -68,7 +68,7 @@ remat_status remat__shard_units(const remat_analysis *a, const remat_shard_confi
             return remat_err_set(err, REMAT_EINVAL,
                                  "%s: the graph's ops carry no attrs.module (export the model with "
                                  "scripts/export_torch.py, which records the module that ran each op)",
-                                 cfg->wrap_depth ? "--fsdp-wrap" : "--fsdp-units");
+                                 cfg->wrap_depth ? "`wrap_depth`" : "`unit_prefixes`");
     }
     size_t np = cfg->n_unit_prefixes;
     uint32_t *prefix_unit = remat__array(np ? np : 1, sizeof *prefix_unit);
@@ -133,7 +133,7 @@ remat_status remat__shard_units(const remat_analysis *a, const remat_shard_confi
     for (size_t q = 0; q < np && st == REMAT_OK; q++)
         if (prefix_unit[q] == REMAT_NONE)
             st = remat_err_set(err, REMAT_EINVAL,
-                               "--fsdp-units: no op that reads a param runs in module '%s' or below it (prefix %zu)",
+                               "`unit_prefixes`: no op that reads a param runs in module '%s' or below it (prefix %zu)",
                                cfg->unit_prefixes[q], q + 1);
     remat__free(prefix_unit);
     for (uint32_t k = 0; keys && k < g->n_ops; k++)

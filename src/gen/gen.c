@@ -152,17 +152,17 @@ static uint64_t max_or_4x(uint64_t lo, uint64_t hi)
 static int gen_chain(gw *w, const remat_gen_opts *o, const char *name)
 {
     if (o->ops < 1 || o->ops > REMAT__GEN_MAX_OPS)
-        return remat__gen_invalid(w, "--ops must be between 1 and %llu (got %" PRIu32 ")", REMAT__GEN_MAX_OPS, o->ops);
+        return remat__gen_invalid(w, "`ops` must be between 1 and %llu (got %" PRIu32 ")", REMAT__GEN_MAX_OPS, o->ops);
     if (o->param_every < 1)
-        return remat__gen_invalid(w, "--param-every must be at least 1");
+        return remat__gen_invalid(w, "`param_every` must be at least 1");
     if (o->bytes < 1)
-        return remat__gen_invalid(w, "--bytes must be at least 1 byte");
+        return remat__gen_invalid(w, "`bytes` must be at least 1 byte");
     uint64_t bmax = max_or_4x(o->bytes, o->max_bytes);
     uint64_t fmax = max_or_4x(o->flops, o->max_flops);
     if (o->random && bmax < o->bytes)
-        return remat__gen_invalid(w, "--max-bytes (%" PRIu64 ") is below --bytes (%" PRIu64 ")", bmax, o->bytes);
+        return remat__gen_invalid(w, "`max_bytes` (%" PRIu64 ") is below `bytes` (%" PRIu64 ")", bmax, o->bytes);
     if (o->random && fmax < o->flops)
-        return remat__gen_invalid(w, "--max-flops (%" PRIu64 ") is below --flops (%" PRIu64 ")", fmax, o->flops);
+        return remat__gen_invalid(w, "`max_flops` (%" PRIu64 ") is below `flops` (%" PRIu64 ")", fmax, o->flops);
     if (w->bad)
         return 0;
     uint64_t pbytes = o->param_bytes ? o->param_bytes : o->bytes;
@@ -225,23 +225,23 @@ static int gen_layered(gw *w, const remat_gen_opts *o, const char *name)
 {
     uint64_t n_ops = (uint64_t)o->width * o->layers;
     if (o->width < 1)
-        return remat__gen_invalid(w, "--width must be at least 1");
+        return remat__gen_invalid(w, "`width` must be at least 1");
     if (o->layers < 1)
-        return remat__gen_invalid(w, "--layers must be at least 1");
+        return remat__gen_invalid(w, "`layers` must be at least 1");
     if (n_ops + 1 > REMAT__GEN_MAX_OPS)
-        return remat__gen_invalid(w, "--width x --layers = %" PRIu64 " ops; the limit is %llu", n_ops,
+        return remat__gen_invalid(w, "`width` x `layers` = %" PRIu64 " ops; the limit is %llu", n_ops,
                                   REMAT__GEN_MAX_OPS - 1);
     if (o->fan_in < 1 || o->fan_in > o->width)
-        return remat__gen_invalid(w, "--fan-in must be between 1 and --width (%" PRIu32 "), got %" PRIu32, o->width,
+        return remat__gen_invalid(w, "`fan_in` must be between 1 and `width` (%" PRIu32 "), got %" PRIu32, o->width,
                                   o->fan_in);
     if (o->bytes < 1)
-        return remat__gen_invalid(w, "--bytes must be at least 1 byte");
+        return remat__gen_invalid(w, "`bytes` must be at least 1 byte");
     uint64_t bmax = max_or_4x(o->bytes, o->max_bytes);
     uint64_t fmax = max_or_4x(o->flops, o->max_flops);
     if (bmax < o->bytes)
-        return remat__gen_invalid(w, "--max-bytes (%" PRIu64 ") is below --bytes (%" PRIu64 ")", bmax, o->bytes);
+        return remat__gen_invalid(w, "`max_bytes` (%" PRIu64 ") is below `bytes` (%" PRIu64 ")", bmax, o->bytes);
     if (fmax < o->flops)
-        return remat__gen_invalid(w, "--max-flops (%" PRIu64 ") is below --flops (%" PRIu64 ")", fmax, o->flops);
+        return remat__gen_invalid(w, "`max_flops` (%" PRIu64 ") is below `flops` (%" PRIu64 ")", fmax, o->flops);
     if (w->bad)
         return 0;
     uint64_t pbytes = o->param_bytes ? o->param_bytes : o->bytes;
@@ -396,7 +396,7 @@ char *remat_gen_json(const remat_gen_opts *o, size_t *len, remat_err *err)
                                                  : 0;
     if (ops > REMAT_GEN_MAX_OPS) {
         remat_err_set(err, REMAT_EINVAL, "%s: %" PRIu64 " ops is out of range (at most %u ops, about 1.4 GB of JSON)",
-                      o->family == REMAT_GEN_RESNET ? "--blocks" : "--depth", ops, (unsigned)REMAT_GEN_MAX_OPS);
+                      o->family == REMAT_GEN_RESNET ? "`blocks`" : "`depth`", ops, (unsigned)REMAT_GEN_MAX_OPS);
         return NULL;
     }
     const char *nm = o->name ? o->name : name;

@@ -230,10 +230,10 @@ static void relu(gw *w, list *ops, const tns *in, tns *out, const char *id)
 
 int remat__gen_resnet(gw *w, const remat_gen_opts *o, const char *name)
 {
-    if (!require(w, o->blocks, 1, "--blocks") || !require(w, o->batch, 1, "--batch") ||
-        !require(w, o->channels, 1, "--channels") || !require(w, o->size, 1, "--size") ||
-        !require(w, o->in_channels, 1, "--in-channels") || !require(w, o->classes, 1, "--classes") ||
-        !require(w, o->elem_bytes, 1, "--elem-bytes"))
+    if (!require(w, o->blocks, 1, "`blocks`") || !require(w, o->batch, 1, "`batch`") ||
+        !require(w, o->channels, 1, "`channels`") || !require(w, o->size, 1, "`size`") ||
+        !require(w, o->in_channels, 1, "`in_channels`") || !require(w, o->classes, 1, "`classes`") ||
+        !require(w, o->elem_bytes, 1, "`elem_bytes`"))
         return 0;
     const uint64_t p = o->elem_bytes, N = o->batch, C = o->channels, S = o->size, CI = o->in_channels,
                    K = o->classes;
@@ -249,7 +249,7 @@ int remat__gen_resnet(gw *w, const remat_gen_opts *o, const char *name)
     tns x, y;
     list L = {0};
     /* The data loader hands images over flattened; the first op reshapes. */
-    MAKE(w, &x, p, (N, remat__gen_mul(w, CI, remat__gen_mul(w, S, S, "--size"), "--size")), "x");
+    MAKE(w, &x, p, (N, remat__gen_mul(w, CI, remat__gen_mul(w, S, S, "`size`"), "`size`")), "x");
     MAKE(w, &y, 8, (N), "y");
     remat_buf_puts(&w->b, " \"inputs\": [");
     leaf(w, &L, &x);
@@ -415,31 +415,31 @@ static void col_linear(gw *w, list *ops, const tns *in, const tns *ln, const tns
 
 int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
 {
-    if (!require(w, o->seq, 1, "-s/--seq") || !require(w, o->batch, 1, "-b/--batch") ||
-        !require(w, o->hidden, 1, "-h/--hidden") || !require(w, o->heads, 1, "-a/--heads") ||
-        !require(w, o->layers, 1, "-L/--layers") || !require(w, o->vocab, 1, "--vocab") ||
-        !require(w, o->elem_bytes, 1, "--elem-bytes"))
+    if (!require(w, o->seq, 1, "`seq`") || !require(w, o->batch, 1, "`batch`") ||
+        !require(w, o->hidden, 1, "`hidden`") || !require(w, o->heads, 1, "`heads`") ||
+        !require(w, o->layers, 1, "`layers`") || !require(w, o->vocab, 1, "`vocab`") ||
+        !require(w, o->elem_bytes, 1, "`elem_bytes`"))
         return 0;
     if (o->hidden % o->heads != 0)
-        return remat__gen_invalid(w, "-h/--hidden (%" PRIu32 ") must be a multiple of -a/--heads (%" PRIu32 ")",
+        return remat__gen_invalid(w, "`hidden` (%" PRIu32 ") must be a multiple of `heads` (%" PRIu32 ")",
                                   o->hidden, o->heads);
     /* One rank of t: heads split evenly (so does h, heads dividing it); with
      * sequence parallelism the sequence too. */
     const uint64_t t = o->tp ? o->tp : 1;
     const int sp = o->sp && t > 1, sel = o->selective, vp = o->vocab_parallel && t > 1;
     if (o->heads % t != 0)
-        return remat__gen_invalid(w, "--tp %" PRIu64 " must divide -a/--heads (%" PRIu32 ")", t, o->heads);
+        return remat__gen_invalid(w, "`tp` %" PRIu64 " must divide `heads` (%" PRIu32 ")", t, o->heads);
     if (sp && o->seq % t != 0)
-        return remat__gen_invalid(w, "--sp: --tp %" PRIu64 " must divide -s/--seq (%" PRIu32 ")", t, o->seq);
+        return remat__gen_invalid(w, "`sp`: `tp` %" PRIu64 " must divide `seq` (%" PRIu32 ")", t, o->seq);
     if (vp && o->vocab % t != 0)
-        return remat__gen_invalid(w, "--vocab-parallel: --tp %" PRIu64 " must divide --vocab (%" PRIu32 ")", t,
+        return remat__gen_invalid(w, "`vocab_parallel`: `tp` %" PRIu64 " must divide `vocab` (%" PRIu32 ")", t,
                                   o->vocab);
     /* Ops per layer: 15, 3 dropouts, 4 collectives (f and g twice, or two
      * all-gathers and two reduce-scatters), less the attention core's 3 or 4
      * ops fused into one under --selective. */
     const uint64_t per_layer = 15 + (o->dropout ? 3 : 0) + (t > 1 ? 4 : 0) - (sel ? (o->dropout ? 3 : 2) : 0);
     if ((uint64_t)o->layers * per_layer + 4 + (sp ? 2 : 0) + (vp && !sp ? 2 : 0) > REMAT__GEN_MAX_OPS)
-        return remat__gen_invalid(w, "-L/--layers %" PRIu32 " is too many (limit %llu ops)", o->layers,
+        return remat__gen_invalid(w, "`layers` %" PRIu32 " is too many (limit %llu ops)", o->layers,
                                   REMAT__GEN_MAX_OPS);
     const uint64_t p = o->elem_bytes, s = o->seq, b = o->batch, h = o->hidden, a = o->heads, V = o->vocab;
     const uint64_t hp = h / t, ap = a / t, ss = sp ? s / t : s, Vp = vp ? V / t : V;
@@ -675,8 +675,8 @@ static void conv_relu2(gw *w, list *ops, const tns *in, const tns *w1, const tns
 static void unet_params(gw *w, uint64_t p, uint64_t C, uint64_t CI, uint32_t d, uint32_t i, tns *e1, tns *e2,
                         tns *wu, tns *d1, tns *d2)
 {
-    uint64_t ci = remat__gen_mul(w, C, (uint64_t)1 << i, "--channels");
-    uint64_t cin = i == 0 ? CI : ci / 2, cn = remat__gen_mul(w, ci, 2, "--channels");
+    uint64_t ci = remat__gen_mul(w, C, (uint64_t)1 << i, "`channels`");
+    uint64_t cin = i == 0 ? CI : ci / 2, cn = remat__gen_mul(w, ci, 2, "`channels`");
     MAKE(w, e1, p, (ci, cin, 3, 3), "e%" PRIu32 "_w1", i);
     MAKE(w, e2, p, (ci, ci, 3, 3), "e%" PRIu32 "_w2", i);
     if (i < d) {
@@ -691,16 +691,16 @@ static void unet_params(gw *w, uint64_t p, uint64_t C, uint64_t CI, uint32_t d, 
 
 int remat__gen_unet(gw *w, const remat_gen_opts *o, const char *name)
 {
-    if (!require(w, o->depth, 1, "--depth") || !require(w, o->batch, 1, "--batch") ||
-        !require(w, o->channels, 1, "--channels") || !require(w, o->size, 1, "--size") ||
-        !require(w, o->in_channels, 1, "--in-channels") || !require(w, o->classes, 1, "--classes") ||
-        !require(w, o->elem_bytes, 1, "--elem-bytes"))
+    if (!require(w, o->depth, 1, "`depth`") || !require(w, o->batch, 1, "`batch`") ||
+        !require(w, o->channels, 1, "`channels`") || !require(w, o->size, 1, "`size`") ||
+        !require(w, o->in_channels, 1, "`in_channels`") || !require(w, o->classes, 1, "`classes`") ||
+        !require(w, o->elem_bytes, 1, "`elem_bytes`"))
         return 0;
     if (o->depth > 20)
-        return remat__gen_invalid(w, "--depth %" PRIu32 " is too deep (at most 20 levels)", o->depth);
+        return remat__gen_invalid(w, "`depth` %" PRIu32 " is too deep (at most 20 levels)", o->depth);
     const uint32_t d = o->depth;
     if (o->size % (1u << d) != 0)
-        return remat__gen_invalid(w, "--size (%" PRIu32 ") must be a multiple of 2^--depth (%u) so every level "
+        return remat__gen_invalid(w, "`size` (%" PRIu32 ") must be a multiple of 2^`depth` (%u) so every level "
                                      "pools evenly",
                                   o->size, 1u << d);
     const uint64_t p = o->elem_bytes, N = o->batch, C = o->channels, S = o->size, CI = o->in_channels,

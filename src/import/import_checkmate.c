@@ -670,9 +670,7 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
                                     size_t *out_len, remat_import_summary *summary, remat_err *err)
 {
     remat_err local;
-    remat__import_begin(&err, &local, out, out_len);
-    if (!source)
-        source = "<checkmate>";
+    remat__import_begin(&err, &local, out, out_len, &source, "<checkmate>");
     remat_import_summary sum = {0};
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -724,16 +722,4 @@ remat_status remat_import_checkmate(const char *text, size_t len, const char *so
     if (ok && summary)
         *summary = sum;
     return remat__import_finish(ok, &b, out, out_len, err);
-}
-
-static remat_status convert(const char *text, size_t len, const char *source, const char *name, char **out,
-                            size_t *out_len, void *summary, remat_err *err)
-{
-    return remat_import_checkmate(text, len, source, name, out, out_len, summary, err);
-}
-
-remat_status remat_import_checkmate_file(const char *path, const char *name, char **out, size_t *out_len,
-                                         remat_import_summary *summary, remat_err *err)
-{
-    return remat__import_file(convert, path, name, out, out_len, summary, err);
 }

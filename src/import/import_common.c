@@ -1,15 +1,19 @@
 /*
  * import_common.c - the pieces every importer shares (import_internal.h):
- * the head and tail of a public import call and its file reader, which the
- * Checkmate and DTR importers had each written out in full.
+ * the head and tail of a public import call, and the file entry points of
+ * both importers (read the file, convert its text), which the Checkmate and
+ * DTR importers had each written out in full.
  */
 #include "import_internal.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
 
-void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len)
+void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len, const char **source,
+                         const char *fallback)
 {
+    if (!*source)
+        *source = fallback;
     remat_err_init(local);
     if (!*err_io)
         *err_io = local;
@@ -30,8 +34,14 @@ remat_status remat__import_finish(int ok, remat_buf *b, char **out, size_t *out_
     return REMAT_OK;
 }
 
-remat_status remat__import_file(remat__import_text_fn fn, const char *path, const char *name, char **out,
-                                size_t *out_len, void *summary, remat_err *err)
+/* Reads path ("-" for stdin) and converts its text with the importer of
+ * format f, naming the file as the source; *out is NULL after any failure.
+ * The summary's type is the importer's: one switch here instead of one
+ * type-erasing wrapper per importer. */
+typedef enum { FROM_CHECKMATE, FROM_DTR } import_format;
+
+static remat_status import_file(import_format f, const char *path, const char *name, char **out, size_t *out_len,
+                                void *summary, remat_err *err)
 {
     char *text;
     size_t len;
@@ -41,9 +51,22 @@ remat_status remat__import_file(remat__import_text_fn fn, const char *path, cons
     remat_status st = remat__read_file(path, &text, &len, err);
     if (st != REMAT_OK)
         return st;
-    st = fn(text, len, path, name, out, out_len, summary, err);
+    st = f == FROM_CHECKMATE ? remat_import_checkmate(text, len, path, name, out, out_len, summary, err)
+                : remat_import_dtr(text, len, path, name, out, out_len, summary, err);
     remat__free(text);
     return st;
+}
+
+remat_status remat_import_checkmate_file(const char *path, const char *name, char **out, size_t *out_len,
+                                         remat_import_summary *summary, remat_err *err)
+{
+    return import_file(FROM_CHECKMATE, path, name, out, out_len, summary, err);
+}
+
+remat_status remat_import_dtr_file(const char *path, const char *name, char **out, size_t *out_len,
+                                   remat_import_dtr_summary *summary, remat_err *err)
+{
+    return import_file(FROM_DTR, path, name, out, out_len, summary, err);
 }
 
 int remat__import_write_doc(const struct cJSON *root, remat_buf *b)

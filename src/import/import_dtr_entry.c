@@ -1,6 +1,7 @@
 /*
- * import_dtr_entry.c - the DTR log importer's public entry points
- * (remat/import.h): a log's text or file to remat-graph text, composed of
+ * import_dtr_entry.c - the DTR log importer's public entry point
+ * (remat/import.h): a log's text to remat-graph text (its file entry point
+ * is the importers' shared one, import_common.c), composed of
  * the two halves, the reader (import_dtr.c) and the mapper
  * (import_dtr_map.c), and the graph's default name, taken from the file's.
  */
@@ -31,9 +32,7 @@ remat_status remat_import_dtr(const char *text, size_t len, const char *source, 
                               size_t *out_len, remat_import_dtr_summary *summary, remat_err *err)
 {
     remat_err local;
-    remat__import_begin(&err, &local, out, out_len);
-    if (!source)
-        source = "<dtr>";
+    remat__import_begin(&err, &local, out, out_len, &source, "<dtr>");
     dtr_cx c = {.source = source, .err = err};
     remat_buf b;
     remat_buf_init(&b);
@@ -48,16 +47,4 @@ remat_status remat_import_dtr(const char *text, size_t len, const char *source, 
     if (ok && summary)
         *summary = sum;
     return remat__import_finish(ok, &b, out, out_len, err);
-}
-
-static remat_status convert(const char *text, size_t len, const char *source, const char *name, char **out,
-                            size_t *out_len, void *summary, remat_err *err)
-{
-    return remat_import_dtr(text, len, source, name, out, out_len, summary, err);
-}
-
-remat_status remat_import_dtr_file(const char *path, const char *name, char **out, size_t *out_len,
-                                   remat_import_dtr_summary *summary, remat_err *err)
-{
-    return remat__import_file(convert, path, name, out, out_len, summary, err);
 }

@@ -64,9 +64,7 @@ remat_status remat_import_set_durations(const char *text, size_t len, const char
                                         size_t *out_len, remat_err *err)
 {
     remat_err local;
-    remat__import_begin(&err, &local, out, out_len);
-    if (!source)
-        source = "<graph>";
+    remat__import_begin(&err, &local, out, out_len, &source, "<graph>");
     cJSON *root = NULL;
     if (remat__json_document(text, len, source, &root, err) != REMAT_OK)
         return err->code;

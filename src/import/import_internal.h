@@ -3,7 +3,8 @@
  * shares: the error helper that writes one message and fills remat_err's
  * location with the same facts, and the common head and tail of a public
  * import call (the caller's out-parameters cleared first, the converted text
- * handed over or freed last, a file read before its text is converted).
+ * handed over or freed last); the file entry points of both importers live
+ * in import_common.c beside them.
  * Internal to src/import.
  *
  * Errors are written with remat__err_at (util), which builds the message
@@ -21,23 +22,15 @@
 
 /* The head of a public import call: *err_io is the caller's err, or local
  * when the caller passed NULL (local initialised); *out and *out_len are
- * cleared so a failure never leaves them pointing anywhere. */
-void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len);
+ * cleared so a failure never leaves them pointing anywhere; a NULL *source
+ * becomes fallback ("<dtr>"), the name messages give the text. */
+void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len, const char **source,
+                         const char *fallback);
 
 /* The tail: when ok, b's text becomes the caller's (*out, *out_len) and
  * REMAT_OK is returned; otherwise b is freed and err's code returned
  * (REMAT_EINTERNAL if a reader failed without saying why). */
 remat_status remat__import_finish(int ok, remat_buf *b, char **out, size_t *out_len, const remat_err *err);
-
-/* One importer's text entry point with its summary type erased, so that one
- * file reader serves every format. */
-typedef remat_status (*remat__import_text_fn)(const char *text, size_t len, const char *source, const char *name,
-                                              char **out, size_t *out_len, void *summary, remat_err *err);
-
-/* Reads path ("-" for stdin) and converts its text with fn, naming the file
- * as the source; *out is NULL after any failure. */
-remat_status remat__import_file(remat__import_text_fn fn, const char *path, const char *name, char **out,
-                                size_t *out_len, void *summary, remat_err *err);
 
 /* Writes a remat-graph tree as the exporter lays one out: one key per line,
  * and one element per line in "inputs", "params" and "ops", so that a diff

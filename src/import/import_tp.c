@@ -87,7 +87,7 @@ int remat__tp_divide(tx *c, cJSON *obj, const char *key, int exact, const char *
     if (!v || !remat__tp_count(v, &x))
         return 1;
     if (exact && x % c->t != 0)
-        return remat__tp_bad(c, c->source, NULL, id, "%s '%s' has %" PRIu64 " %s, which --tp %" PRIu64 " does not divide", what,
+        return remat__tp_bad(c, c->source, NULL, id, "%s '%s' has %" PRIu64 " %s, which `tp` %" PRIu64 " does not divide", what,
                    id, x, key, c->t);
     return remat__tp_set_count(c, v, x / c->t + (!exact && x % c->t ? 1 : 0));
 }
@@ -461,13 +461,11 @@ remat_status remat_import_tp_split(const char *text, size_t len, const char *sou
                                    remat_import_tp_summary *summary, remat_err *err)
 {
     remat_err local;
-    remat__import_begin(&err, &local, out, out_len);
-    if (!source)
-        source = "<graph>";
+    remat__import_begin(&err, &local, out, out_len, &source, "<graph>");
     if (!part_source)
         part_source = "<partition>";
     if (tp < 1)
-        return remat_err_set(err, REMAT_EINVAL, "--tp must be at least 1 (got %" PRIu32 ")", tp);
+        return remat_err_set(err, REMAT_EINVAL, "`tp` must be at least 1 (got %" PRIu32 ")", tp);
     /* The one loader judges the graph, so everything below may assume its
      * rules (unique ids, known references, counts in range). */
     remat_graph *g = NULL;

@@ -36,8 +36,8 @@ int remat__ledger_host(const remat_ledger_config *cfg, uint64_t n_tensors, uint6
     if (cfg->offload_optimizer) {
         if (!sharded) {
             remat_err_set(err, REMAT_EINVAL,
-                          "offload_optimizer: DeepSpeed offloads the optimizer of ZeRO stages 1-3 only (give --zero "
-                          "1, 2 or 3 and --dp N >= 2)");
+                          "offload_optimizer: DeepSpeed offloads the optimizer of ZeRO stages 1-3 only (give `zero_stage` "
+                          "1, 2 or 3 and `dp` N >= 2)");
             return 0;
         }
         /* Stages 1-2 (cpu_offload): the fp32 master partition, the states

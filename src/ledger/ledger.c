@@ -108,40 +108,40 @@ static int persist_add(const remat_ledger_config *cfg, census *c, uint64_t e, ui
 static remat_status check_config(const remat_ledger_config *cfg, remat_err *err)
 {
     if (cfg->zero_stage > 3)
-        return remat_err_set(err, REMAT_EINVAL, "--zero: stage %u does not exist (use 0, 1, 2 or 3)",
+        return remat_err_set(err, REMAT_EINVAL, "`zero_stage`: stage %u does not exist (use 0, 1, 2 or 3)",
                              cfg->zero_stage);
     if (cfg->zero_stage > 0 && cfg->dp == 0)
         return remat_err_set(err, REMAT_EINVAL,
-                             "--zero %u shards state across data-parallel devices: give their number with --dp N",
+                             "`zero_stage` %u shards state across data-parallel devices: give their number with `dp` N",
                              cfg->zero_stage);
     if ((unsigned)cfg->optimizer >= REMAT_LEDGER_OPTIMIZER_COUNT)
-        return remat_err_set(err, REMAT_EINVAL, "--optimizer: unknown optimizer %d", (int)cfg->optimizer);
+        return remat_err_set(err, REMAT_EINVAL, "`optimizer`: unknown optimizer %d", (int)cfg->optimizer);
     if (cfg->optimizer == REMAT_LEDGER_ADAM8BIT && cfg->block == 0)
-        return remat_err_set(err, REMAT_EINVAL, "--block: the adam8bit block size must be at least 1 element");
+        return remat_err_set(err, REMAT_EINVAL, "`block`: the adam8bit block size must be at least 1 element");
     if (cfg->bucket_bytes && cfg->bucket_elements)
-        return remat_err_set(err, REMAT_EINVAL, "--bucket: give the bucket in bytes or in elements, not both");
+        return remat_err_set(err, REMAT_EINVAL, "`bucket_bytes`: give the bucket in bytes or in elements, not both");
     if (cfg->prefetch && !cfg->bucket_bytes && !cfg->bucket_elements)
-        return remat_err_set(err, REMAT_EINVAL, "--prefetch counts buckets: give their size with --bucket");
+        return remat_err_set(err, REMAT_EINVAL, "`prefetch` counts buckets: give their size with `bucket_bytes`");
     const struct {
         remat_ledger_dtype dt;
         const char *opt;
         int none_ok;
     } precisions[] = {
-        {cfg->weights, "--weights", 0}, {cfg->grads, "--grads", 0}, {cfg->states, "--states", 0},
-        {cfg->master, "--master", 1},   {cfg->comm, "--comm", 0},
+        {cfg->weights, "`weights`", 0}, {cfg->grads, "`grads`", 0}, {cfg->states, "`states`", 0},
+        {cfg->master, "`master`", 1},   {cfg->comm, "`comm`", 0},
     };
     for (size_t i = 0; i < sizeof precisions / sizeof precisions[0]; i++) {
         remat_ledger_dtype dt = precisions[i].dt;
         if ((unsigned)dt >= REMAT_LEDGER_DT_COUNT)
             return remat_err_set(err, REMAT_EINVAL, "%s: unknown dtype %d", precisions[i].opt, (int)dt);
         if (dt == REMAT_LEDGER_DT_NONE && !precisions[i].none_ok)
-            return remat_err_set(err, REMAT_EINVAL, "%s: 'none' is only meaningful for --master",
+            return remat_err_set(err, REMAT_EINVAL, "%s: 'none' is only meaningful for `master`",
                                  precisions[i].opt);
     }
     if (cfg->optimizer == REMAT_LEDGER_ADAM8BIT && cfg->states != REMAT_LEDGER_DT_AUTO &&
         remat_ledger_dtype_size(cfg->states) != 1)
         return remat_err_set(err, REMAT_EINVAL,
-                             "--states %s: adam8bit stores one-byte states (leave --states out, or use uint8)",
+                             "`states` %s: adam8bit stores one-byte states (leave `states` out, or use uint8)",
                              remat_ledger_dtype_name(cfg->states));
     return REMAT_OK;
 }
@@ -200,8 +200,8 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         uint32_t k = remat_ledger_optimizer_states(r->optimizer);
         static const char *const what[] = {"no state", "1 state (the momentum buffer)",
                                            "2 states (first and second moment)"};
-        if (!mul(k, rank_elements(c, (int)r->zero_stage, sh, dp), &l->elements, err, "optimizer state elements (--optimizer)") ||
-            !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (--states)"))
+        if (!mul(k, rank_elements(c, (int)r->zero_stage, sh, dp), &l->elements, err, "optimizer state elements (`optimizer`)") ||
+            !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (`states`)"))
             return 0;
         if (k == 0)
             l->dtype = REMAT_LEDGER_DT_NONE;
@@ -217,7 +217,7 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         if (cfg->adafactor_beta1)
             first = shard(c->trainable, sh, dp);
         if (!remat__ledger_add(second, first, &l->elements, err, "adafactor state elements") ||
-            !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (--states)"))
+            !mul(l->elements, ss, &l->bytes, err, "optimizer state bytes (`states`)"))
             return 0;
         ASSUME(r,
                "optimizer adafactor: factored second moment, a row and a column accumulator per matrix "
@@ -228,7 +228,7 @@ static int optimizer_line(const remat_ledger_config *cfg, const census *c, remat
         if (cfg->adafactor_beta1)
             ASSUME(r, "adafactor: beta1 set, so a full first moment per trainable element is kept too");
         else
-            ASSUME(r, "adafactor: no first moment (beta1 unset, Adafactor's default; --adafactor-beta1 adds one)");
+            ASSUME(r, "adafactor: no first moment (beta1 unset, Adafactor's default; `adafactor_beta1` adds one)");
         return 1;
     }
     case REMAT_LEDGER_ADAM8BIT: {
@@ -288,7 +288,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
         }
     }
     r->comm_elements = e;
-    if (!mul(e, size, &r->comm_bytes, err, "communication bytes (--comm)"))
+    if (!mul(e, size, &r->comm_bytes, err, "communication bytes (`comm`)"))
         return 0;
     static const char *const how[] = {
         "an all-reduce of the gradients (ZeRO stage 0, plain data parallelism)",
@@ -319,7 +319,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
      * than the whole model is never filled, so it is capped there. */
     remat_ledger_line *l = &r->comm_buffers;
     uint64_t bucket = cfg->bucket_bytes, cap;
-    if (cfg->bucket_elements && !mul(cfg->bucket_elements, size, &bucket, err, "--bucket elements"))
+    if (cfg->bucket_elements && !mul(cfg->bucket_elements, size, &bucket, err, "`bucket_elements`"))
         return 0;
     if (!mul(r->zero_stage == 3 ? model : psi, size, &cap, err, "communication buffer cap"))
         return 0;
@@ -330,8 +330,8 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
             bucket = cap;
         }
         uint64_t n;
-        if (!remat__ledger_add(cfg->prefetch, 1, &n, err, "--prefetch") ||
-            !mul(bucket, n, &l->bytes, err, "communication buffers (--bucket x (1 + --prefetch))"))
+        if (!remat__ledger_add(cfg->prefetch, 1, &n, err, "`prefetch`") ||
+            !mul(bucket, n, &l->bytes, err, "communication buffers (`bucket_bytes` x (1 + `prefetch`))"))
             return 0;
         l->elements = l->bytes / size;
         l->dtype = dt;
@@ -339,7 +339,7 @@ static int comm_lines(const remat_ledger_config *cfg, const census *c, remat_led
                (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)bucket, (unsigned long long)cfg->prefetch,
                remat_ledger_dtype_name(dt));
     } else {
-        EXCLUDE(r, "communication buffers: not modelled (give --bucket and --prefetch)");
+        EXCLUDE(r, "communication buffers: not modelled (give `bucket_bytes` and `prefetch`)");
     }
     return 1;
 }
@@ -365,7 +365,7 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     if (cfg->weights == REMAT_LEDGER_DT_AUTO)
         ASSUME(r, "weights stored in %s (%u B per element): %s", remat_ledger_dtype_name(weights),
                remat_ledger_dtype_size(weights),
-               c->graph_dtype != REMAT_LEDGER_DT_AUTO ? "the graph params' dtype" : "the default (--weights)");
+               c->graph_dtype != REMAT_LEDGER_DT_AUTO ? "the graph params' dtype" : "the default (`weights`)");
     else
         ASSUME(r, "weights stored in %s (%u B per element)", remat_ledger_dtype_name(weights),
                remat_ledger_dtype_size(weights));
@@ -379,18 +379,18 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     /* At stages 1 and 2 every rank holds the whole flat bit16 group, padding
      * included (DeepSpeed bit16_groups_flat): dp partitions of part12. */
     uint64_t wel = rank_elements(c, z, z >= 3, dp);
-    if (z >= 3 && dp > 1 && !remat__ledger_add(wel, c->persist_w, &wel, err, "persistent weights (--stage3-persistence)"))
+    if (z >= 3 && dp > 1 && !remat__ledger_add(wel, c->persist_w, &wel, err, "persistent weights (`persist_threshold`)"))
         return err->code;
-    if (z >= 1 && z <= 2 && dp > 1 && !mul(part12(psi, dp), dp, &wel, err, "padded weights (--dp)"))
+    if (z >= 1 && z <= 2 && dp > 1 && !mul(part12(psi, dp), dp, &wel, err, "padded weights (`dp`)"))
         return err->code;
-    if (!set_line(&r->weights, wel, weights, err, "weights (--weights)") ||
-        !set_line(&r->gradients, rank_elements(c, z, z >= 2, dp), grads, err, "gradients (--grads)"))
+    if (!set_line(&r->weights, wel, weights, err, "weights (`weights`)") ||
+        !set_line(&r->gradients, rank_elements(c, z, z >= 2, dp), grads, err, "gradients (`grads`)"))
         return err->code;
     if (master == REMAT_LEDGER_DT_NONE) {
         r->master_weights.dtype = REMAT_LEDGER_DT_NONE;
-        ASSUME(r, "no master weights (--master f32 adds a mixed-precision master copy)");
+        ASSUME(r, "no master weights (`master` f32 adds a mixed-precision master copy)");
     } else {
-        if (!set_line(&r->master_weights, rank_elements(c, z, z >= 1, dp), master, err, "master weights (--master)"))
+        if (!set_line(&r->master_weights, rank_elements(c, z, z >= 1, dp), master, err, "master weights (`master`)"))
             return err->code;
         ASSUME(r, "master weights: one copy per trainable element in %s (%u B)", remat_ledger_dtype_name(master),
                remat_ledger_dtype_size(master));
@@ -402,10 +402,10 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
      * 3), plus whole-model copies, never sharded. */
     uint64_t model, copies, frozen;
     if (!remat__ledger_add(psi, c->frozen, &model, err, "model elements") ||
-        !mul(cfg->frozen_copies, model, &copies, err, "frozen copies (--frozen-copies x model elements)") ||
+        !mul(cfg->frozen_copies, model, &copies, err, "frozen copies (`frozen_copies` x model elements)") ||
         !remat__ledger_add(z >= 3 && dp > 1 ? c->s3_frozen : c->frozen, copies, &frozen, err, "frozen elements") ||
         !remat__ledger_add(frozen, z >= 3 && dp > 1 ? c->persist_f : 0, &frozen, err, "frozen elements") ||
-        !set_line(&r->frozen, frozen, weights, err, "frozen weights (--frozen-copies)"))
+        !set_line(&r->frozen, frozen, weights, err, "frozen weights (`frozen_copies`)"))
         return err->code;
     /* A frozen bool or integer buffer (a causal mask, a step counter) is not
      * a weight: it keeps its stored bytes in any training precision. */
@@ -455,14 +455,14 @@ static remat_status compute(const remat_ledger_config *cfg, const census *c, rem
     r->fragmentation_reserve.bytes = cfg->reserve;
     r->workspace.dtype = r->fragmentation_reserve.dtype = REMAT_LEDGER_DT_NONE;
     if (cfg->workspace)
-        ASSUME(r, "workspace: %llu B held throughout (--workspace)", (unsigned long long)cfg->workspace);
+        ASSUME(r, "workspace: %llu B held throughout (`workspace`)", (unsigned long long)cfg->workspace);
     else
-        EXCLUDE(r, "workspace of libraries (cuBLAS, cuDNN, NCCL): not modelled (give --workspace)");
+        EXCLUDE(r, "workspace of libraries (cuBLAS, cuDNN, NCCL): not modelled (give `workspace`)");
     if (cfg->reserve)
-        ASSUME(r, "fragmentation reserve: %llu B (--reserve), an explicit line, not a factor",
+        ASSUME(r, "fragmentation reserve: %llu B (`reserve`), an explicit line, not a factor",
                (unsigned long long)cfg->reserve);
     else
-        EXCLUDE(r, "allocator fragmentation: no reserve (give --reserve)");
+        EXCLUDE(r, "allocator fragmentation: no reserve (give `reserve`)");
 
     int tf32 = weights == REMAT_LEDGER_DT_TF32 || grads == REMAT_LEDGER_DT_TF32 ||
                (states == REMAT_LEDGER_DT_TF32 && r->optimizer != REMAT_LEDGER_ADAM8BIT) ||
@@ -506,24 +506,25 @@ void remat_ledger_config_init(remat_ledger_config *cfg)
     cfg->sub_group = 1000000000; /* DeepSpeed sub_group_size */
 }
 
-remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n, remat_ledger_result *out,
+remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n_params, remat_ledger_result *out,
                                      remat_err *err)
 {
+    uint64_t n = n_params;
     result_init(out);
     remat_status st = check_config(cfg, err);
     if (st != REMAT_OK)
         return st;
     if (n == 0)
-        return remat_err_set(err, REMAT_EINVAL, "--params: the parameter count must be at least 1");
+        return remat_err_set(err, REMAT_EINVAL, "`n_params`: the parameter count must be at least 1");
     if (cfg->optimizer == REMAT_LEDGER_ADAFACTOR)
         return remat_err_set(err, REMAT_EINVAL,
-                             "--optimizer adafactor: cannot factor without shapes: a bare --params count has none "
-                             "(use --graph with param shapes)");
+                             "`optimizer` adafactor: cannot factor without shapes: a bare `n_params` count has none "
+                             "(use `remat_ledger_from_graph` with param shapes)");
     census c = {.trainable = n, .graph_dtype = REMAT_LEDGER_DT_AUTO};
     c.s3_trainable = cfg->dp > 1 ? ceil_div(n, cfg->dp) : n; /* one flat tensor, one param */
     c.n_tensors = c.n_groups = 1;
     if (!persist_add(cfg, &c, n, c.s3_trainable, 0))
-        return remat_err_set(err, REMAT_EOVERFLOW, "--params: the persistent param's gathered copy exceeds 2^64-1");
+        return remat_err_set(err, REMAT_EOVERFLOW, "`n_params`: the persistent param's gathered copy exceeds 2^64-1");
     /* One flat tensor of n elements. */
     if (cfg->optimizer == REMAT_LEDGER_ADAM8BIT) {
         if (n >= cfg->min_8bit) {
@@ -534,8 +535,8 @@ remat_status remat_ledger_from_count(const remat_ledger_config *cfg, uint64_t n,
             c.n_small = 1;
         }
     }
-    snprintf(out->source, sizeof out->source, "--params %llu", (unsigned long long)n);
-    ASSUME(out, "parameters: %llu trainable elements (--params), laid out as one flat tensor",
+    snprintf(out->source, sizeof out->source, "`n_params` %llu", (unsigned long long)n);
+    ASSUME(out, "parameters: %llu trainable elements (`n_params`), laid out as one flat tensor",
            (unsigned long long)n);
     return compute(cfg, &c, out, err);
 }
@@ -644,8 +645,8 @@ remat_status remat_ledger_from_graph(const remat_ledger_config *cfg, const remat
             first_id = T->id;
         } else if (dt != c.graph_dtype && cfg->weights == REMAT_LEDGER_DT_AUTO) {
             return remat_err_set(err, REMAT_EINVAL,
-                                 "--weights: the graph's params use %s ('%s') and %s ('%s'): choose the training "
-                                 "precision with --weights",
+                                 "`weights`: the graph's params use %s ('%s') and %s ('%s'): choose the training "
+                                 "precision with `weights`",
                                  remat_ledger_dtype_name(c.graph_dtype), first_id, remat_ledger_dtype_name(dt),
                                  T->id);
         }

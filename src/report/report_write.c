@@ -26,7 +26,7 @@ static const remat_report_doc_info infos[REMAT_DOC_COUNT] = {
     {"lifetimes", F(TEXT) | F(JSON), REMAT_REPORT_TEXT, "every tensor's lifetime (remat lifetimes)"},
     {"replay", F(TEXT) | F(JSON), REMAT_REPORT_TEXT, "a schedule's replay: peak, categories, FLOPs (remat replay)"},
     {"compare", F(TEXT) | F(JSON), REMAT_REPORT_TEXT, "every strategy at one budget (remat compare)"},
-    {"sweep", F(JSON) | F(SVG), REMAT_REPORT_JSON, "every strategy over a range of budgets (remat compare --sweep)"},
+    {"sweep", F(JSON) | F(SVG), REMAT_REPORT_JSON, "every strategy over a range of budgets (compare's sweep)"},
     {"ledger", F(TEXT) | F(JSON), REMAT_REPORT_TEXT, "the training state's bytes on one device (remat ledger)"},
     {"alloc", F(TEXT) | F(JSON) | F(SVG), REMAT_REPORT_TEXT,
      "allocator simulation and static offsets; SVG: the address-space chart (remat alloc)"},
@@ -34,7 +34,7 @@ static const remat_report_doc_info infos[REMAT_DOC_COUNT] = {
     {"trace", F(JSON) | F(CHROME) | F(CSV) | F(SVG), REMAT_REPORT_JSON,
      "every step and interval: remat-trace JSON, Chrome trace, CSV, timeline SVG (remat trace)"},
     {"step-time", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
-     "a schedule's predicted step time on a device: compute, communication, critical path (--device)"},
+     "a schedule's predicted step time on a device: compute, communication, critical path (the time model)"},
 };
 
 const remat_report_doc_info *remat_report_docs(size_t *n)

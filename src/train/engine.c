@@ -89,7 +89,7 @@ static remat_status e_alloc(remat__engine *E, uint64_t bytes, uint8_t **p, const
     *p = bytes <= SIZE_MAX ? remat__malloc(bytes ? (size_t)bytes : 1) : NULL;
     if (!*p)
         return remat_err_set(E->err, REMAT_ENOMEM,
-                             "%s: %s: cannot allocate %llu B for %s '%s' (a larger --scale divides every buffer)",
+                             "%s: %s: cannot allocate %llu B for %s '%s' (a larger `scale` divides every buffer)",
                              E->name, remat__engine_where(E, w, sizeof w), (unsigned long long)bytes, what,
                              t == REMAT_NONE ? "?" : E->g->tensors[t].id);
     return count_live(E, bytes);

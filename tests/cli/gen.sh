@@ -78,6 +78,10 @@ expect gen_bundled_unet3 0 "identical" -- gen_same "$T/unet3.json" graphs/unet3.
 for g in chain16 hetchain12 resnet8 transformer4 unet3 bnview; do
     expect "gen_bundled_${g}_loads" 0 "graph $g" -- "$REMAT" lifetimes "graphs/$g.json"
 done
+# gen's messages name remat_gen_options fields; the flags come from gen's
+# own option table, short forms included.
+expect gen_layered_too_many_in_flags 2 "--width x -L/--layers = 100000000 ops; the limit is" -- \
+    "$REMAT" gen layered --width 100000 --layers 1000
 # --vocab-parallel: the embedding and head hold V/T rows (2 x 64 x 96 / 4 B),
 # the logits V/T columns; T must divide V.
 expect gen_vocab_parallel 0 '"id": "head_w", "bytes": 3072' -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 96 --tp 4 --vocab-parallel

@@ -87,3 +87,10 @@ sed 's/"dtype": "f64", "shape": \[2, 3\]/"dtype": "f64"/; s/"bytes": 100/"bytes"
 expect ledger_adafactor_noshape 3 "param 'w' has no shape" -- $L --graph "$T/noshape.json" --optimizer adafactor
 expect ledger_comm_dtype 0 '"bytes_per_step": 8000, "dtype": "f32"' -- $L --params 1000 --weights bf16 --dp 2 --comm f32 --json
 expect ledger_bucket_elements 0 '"comm_buffers": 800,' -- $L --params 1000 --weights bf16 --dp 2 --bucket-elements 200 --prefetch 1 --json
+# The library's notes name its config fields ("`master` f32 adds ..."); the
+# command tells them in its flags, in text and JSON alike.
+expect ledger_notes_in_flags 0 "no master weights (--master f32 adds a mixed-precision master copy)" -- $L --params 10
+expect ledger_excluded_in_flags 0 "not modelled (give --bucket and --prefetch)" -- $L --params 10
+expect ledger_source_in_flags 0 '{"source": "--params 10",' -- $L --params 10 --json
+expect ledger_adafactor_in_flags 2 "a bare --params count has none (use --graph with param shapes)" -- $L --params 1B --optimizer adafactor
+expect ledger_bucket_elements_overflow 2 "--bucket-elements" -- $L --params 10 --dp 2 --bucket-elements 18446744073709551615 --weights f64

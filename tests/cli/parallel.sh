@@ -49,6 +49,10 @@ expect pp_replay 0 "device 0 peak 12.01 MiB (12591104 B), 2 in flight  <- larges
     "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8
 expect pp_replay_no_plan 2 "--pp replays each stage's store-all schedule" -- \
     "$REMAT" replay "$T/c8.json" "$T/c8.json" --pp 2
+# The pipeline's messages name the library's calls; the command tells them
+# in its flags.
+expect pp_bad_stages_in_flags 2 "--pp-stages '0:4,5:8': entry 2" -- "$REMAT" plan "$T/c8.json" --pp 2 --pp-stages 0:4,5:8
+expect pp_bad_schedule_in_flags 2 "--pp-schedule 'zigzag': expected gpipe" -- "$REMAT" plan "$T/c8.json" --pp 2 --pp-schedule zigzag
 
 # compare --pp: every strategy under the same pipeline. Store-all's device 0
 # peaks at 12591104 B (above), so at 10 MiB it is refused with that figure,
