@@ -372,6 +372,11 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
         for o in outputs:
             if o not in first["saves"] and kinds.get(o) is None:
                 first["saves"].append(o)
+    # Nor may a plan free the loss and rebuild it for that last step: the caller's reference keeps its
+    # storage (a 0-dim mse_loss result holds the whole per-element buffer) from the forward to the end.
+    for o in outputs:
+        if o in producer and kinds.get(o) is None:
+            producer[o]["recomputable"] = False
     graph = {"format": "remat-graph", "version": 1, "name": graph_name,
              "meta": {"exporter": "scripts/remat_torch.py", "source": "AOTAutograd joint graph (torch %s)" %
                       torch.__version__},

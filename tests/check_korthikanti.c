@@ -381,6 +381,147 @@ START_TEST(tensor_parallel_should_refuse_degrees_that_do_not_divide)
 }
 END_TEST
 
+/* Megatron's vocabulary-parallel embedding and head (VocabParallelEmbedding,
+ * parallel_lm_logits and vocab_parallel_cross_entropy in
+ * megatron/core/tensor_parallel): each rank holds V/t rows of the embedding
+ * and of the head, so v*h/t elements each; the embedding's output is a
+ * partial sum all-reduced in place (reduce-scattered with SP), the head reads
+ * the final layer norm through f, the logits are (s, b, V/t), and the loss
+ * all-reduces three fp32 values per token (12sb bytes). */
+static remat_graph *gen_vp(const megatron *m, uint32_t layers, uint32_t tp, bool sp, bool vp, uint32_t vocab)
+{
+    remat_gen_opts o;
+    remat_gen_opts_init(&o, REMAT_GEN_TRANSFORMER);
+    o.seq = (uint32_t)m->s;
+    o.batch = (uint32_t)m->b;
+    o.hidden = (uint32_t)m->h;
+    o.heads = (uint32_t)m->a;
+    o.layers = layers;
+    o.vocab = vocab;
+    o.elem_bytes = 2;
+    o.dropout = true;
+    o.tp = tp;
+    o.sp = sp;
+    o.vocab_parallel = vp;
+    remat_err err;
+    remat_err_init(&err);
+    size_t len = 0;
+    char *json = remat_gen_json(&o, &len, &err);
+    ck_assert_msg(json != NULL, "gen transformer failed: %s", err.msg);
+    remat_graph *g = t_load(json);
+    remat_free(json);
+    return g;
+}
+
+START_TEST(vocab_parallel_should_split_the_embedding_and_head)
+{
+    const megatron m = {16, 3, 64, 8};
+    const uint64_t V = 96, L = 2, p = 2;
+    for (size_t d = 0; d < 4; d++) {
+        const uint64_t t = degrees[d];
+        for (int sp = 0; sp < 2; sp++) {
+            remat_graph *g = gen_vp(&m, (uint32_t)L, (uint32_t)t, sp, true, (uint32_t)V);
+            ck_assert_uint_eq(g->tensors[t_tensor(g, "wte")].bytes, p * V * m.h / t);
+            ck_assert_uint_eq(g->tensors[t_tensor(g, "head_w")].bytes, p * m.h * V / t);
+            ck_assert_uint_eq(g->tensors[t_tensor(g, "logits")].bytes, p * m.s * m.b * V / t);
+            uint64_t params = 0;
+            for (uint32_t i = 0; i < g->n_tensors; i++)
+                if (g->tensors[i].kind == REMAT_TENSOR_PARAM)
+                    params += g->tensors[i].bytes;
+            ck_assert_uint_eq(params, p * (L * (12 * m.h * m.h / t + 4 * m.h) + 2 * m.h + 2 * V * m.h / t));
+            const remat_op *loss = &g->ops[t_op(g, "loss")];
+            ck_assert_str_eq(loss->type, t > 1 ? "vocab_parallel_cross_entropy" : "cross_entropy");
+            ck_assert_uint_eq(loss->flops, 5 * m.s * m.b * V / t);
+            if (t > 1) {
+                double moved = 0;
+                bool found = false;
+                remat_err err;
+                remat_err_init(&err);
+                ck_assert_int_eq(remat_op_attr_number(g, t_op(g, "loss"), "collective_fwd_bytes", &moved, &found, &err),
+                                 REMAT_OK);
+                ck_assert(found);
+                ck_assert_uint_eq((uint64_t)moved, 12 * m.s * m.b);
+                /* The op after the embedding reduces its partial sums. */
+                const char *red = sp ? "embed_rs" : "embed_ar";
+                ck_assert_str_eq(g->ops[t_op(g, red)].type, sp ? "reduce_scatter" : "all_reduce");
+                ck_assert_uint_eq(g->tensors[t_tensor(g, red)].bytes, sp ? p * m.s / t * m.b * m.h : 0);
+            }
+            remat_graph_destroy(g);
+        }
+    }
+}
+END_TEST
+
+static uint64_t activation_max(remat_graph *g)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat_analysis *an = NULL;
+    ck_assert_int_eq(remat_analyze(g, &an, &err), REMAT_OK);
+    remat_schedule s;
+    remat_schedule_init(&s);
+    ck_assert_int_eq(remat_schedule_store_all(an, &s, &err), REMAT_OK);
+    remat_replay_result r;
+    ck_assert_int_eq(remat_replay(an, &s, NULL, NULL, &r, &err), REMAT_OK);
+    ck_assert_msg(r.valid, "store-all replay invalid: %s", err.msg);
+    uint64_t v = r.category_peak[REMAT_CAT_ACTIVATIONS];
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    remat_analysis_destroy(an);
+    return v;
+}
+
+/* In the replay the saved logits are all that changes: the activations'
+ * maximum falls by p*s*b*V*(1 - 1/t), and the collectives gain the
+ * embedding's all-reduce (forward) and the head's f (backward) without SP;
+ * with SP the embedding's reduce-scatter replaces the scatter. */
+START_TEST(vocab_parallel_should_shrink_the_logits_and_add_its_collectives)
+{
+    const megatron m = {16, 3, 64, 8};
+    const uint64_t V = 96, L = 2, p = 2;
+    for (size_t d = 1; d < 4; d++) {
+        const uint64_t t = degrees[d];
+        for (int sp = 0; sp < 2; sp++) {
+            remat_graph *whole = gen_vp(&m, (uint32_t)L, (uint32_t)t, sp, false, (uint32_t)V);
+            remat_graph *g = gen_vp(&m, (uint32_t)L, (uint32_t)t, sp, true, (uint32_t)V);
+            ck_assert_uint_eq(activation_max(whole) - activation_max(g), p * m.s * m.b * V - p * m.s * m.b * V / t);
+            remat_err err;
+            remat_err_init(&err);
+            remat_analysis *an = NULL;
+            ck_assert_int_eq(remat_analyze(g, &an, &err), REMAT_OK);
+            uint32_t fwd[3], bwd[3];
+            count_collectives(g, an, fwd, bwd);
+            if (!sp) {
+                ck_assert_uint_eq(fwd[0], 2 * L + 2); /* + the embedding's and the loss's */
+                ck_assert_uint_eq(bwd[0], 2 * L + 1); /* + the head's f */
+            } else {
+                ck_assert_uint_eq(fwd[2], 2 * L + 1); /* + the embedding's reduce-scatter */
+                ck_assert_uint_eq(fwd[0], 1);         /* the loss's */
+                ck_assert_uint_eq(bwd[1], 2 * L + 2 * L + 1);
+            }
+            remat_analysis_destroy(an);
+            remat_graph_destroy(g);
+            remat_graph_destroy(whole);
+        }
+    }
+    /* t must divide the vocabulary. */
+    remat_gen_opts o;
+    remat_gen_opts_init(&o, REMAT_GEN_TRANSFORMER);
+    o.seq = 16;
+    o.batch = 1;
+    o.hidden = 64;
+    o.heads = 8;
+    o.layers = 1;
+    o.vocab = 50;
+    o.tp = 4;
+    o.vocab_parallel = true;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_ptr_null(remat_gen_json(&o, NULL, &err));
+    ck_assert_ptr_nonnull(strstr(err.msg, "--vocab-parallel: --tp 4 must divide --vocab (50)"));
+}
+END_TEST
+
 Suite *korthikanti_suite(void)
 {
     Suite *s = suite_create("korthikanti");
@@ -396,6 +537,8 @@ Suite *korthikanti_suite(void)
     tcase_add_test(t2, tensor_parallel_should_split_the_layer_weights);
     tcase_add_test(t2, tensor_parallel_should_schedule_its_collectives);
     tcase_add_test(t2, tensor_parallel_should_refuse_degrees_that_do_not_divide);
+    tcase_add_test(t2, vocab_parallel_should_split_the_embedding_and_head);
+    tcase_add_test(t2, vocab_parallel_should_shrink_the_logits_and_add_its_collectives);
     suite_add_tcase(s, t2);
     return s;
 }

@@ -64,7 +64,16 @@
  *                one checkpointed core_attention op. Saved bytes per layer
  *                are then Korthikanti et al.'s Table 2 (graphs/README.md,
  *                "Tensor-parallel ranks and pipeline stages").
+ *                With `vocab_parallel` (t > 1) the embedding and the head
+ *                hold V/t rows each (Megatron's VocabParallelEmbedding
+ *                and parallel_lm_logits): the embedding's partial output
+ *                is all-reduced in place (reduce-scattered with `sp`),
+ *                the head reads the final layernorm through f, the logits
+ *                are (s, b, V/t) and the loss is a
+ *                vocab_parallel_cross_entropy whose three fp32 all-reduces
+ *                per token its attrs name.
  *                                 ops += 4*layers (t > 1), + 2 (sp),
+ *                                        + 2 (vocab_parallel without sp),
  *                                        - 3*layers (selective; 2 without dropout)
  *   unet         `depth` encoder levels (conv-relu-conv-relu, max-pool with an
  *                indices output), a bottleneck, `depth` decoder levels
@@ -136,6 +145,7 @@ typedef struct remat_gen_opts {
     uint32_t tp;           /* --tp: tensor-parallel degree t (1 = none; must divide heads, and seq with sp) */
     bool sp;               /* --sp: sequence parallelism over the same t ranks (Korthikanti et al. section 4.2.2) */
     bool selective;        /* --selective: the attention core as one checkpointed op (Korthikanti et al. section 5) */
+    bool vocab_parallel;   /* --vocab-parallel: embedding and head split by vocabulary (t must divide vocab) */
 } remat_gen_opts;
 
 /* Fills o with the family's defaults: chain of 16 ops of 1 MiB and 10^9

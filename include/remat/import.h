@@ -63,6 +63,7 @@
 #ifndef REMAT_IMPORT_H
 #define REMAT_IMPORT_H
 
+#include "remat/graph.h"
 #include "remat/util.h"
 
 #ifdef __cplusplus
@@ -263,6 +264,94 @@ remat_status remat_import_dtr(const char *text, size_t len, const char *source, 
 /* Reads path ("-" for stdin) and converts it; as above. */
 remat_status remat_import_dtr_file(const char *path, const char *name, char **out, size_t *out_len,
                                    remat_import_dtr_summary *summary, remat_err *err);
+
+/* ---- One rank of Megatron-LM tensor parallelism ----------------------------
+ *
+ * Shoeybi et al. 2019 ("Megatron-LM", section 3) split a transformer's
+ * linears two ways: a column-parallel linear holds 1/t of the weight's
+ * output features, so each rank computes 1/t of the output; a row-parallel
+ * linear holds 1/t of the input features, reads that 1/t of its input, and
+ * its output is a partial sum the ranks all-reduce. A region runs from
+ * column-parallel linears (QKV, fc1) to a row-parallel one (the attention
+ * projection, fc2); its input passes through f (identity forward, all-reduce
+ * of the gradient backward) and its output through g (all-reduce forward,
+ * identity backward). remat_import_tp_split turns an exported graph and a
+ * partition naming the linears into the graph of one rank of t:
+ *
+ *   partition file   {"format": "remat-tp-partition", "version": 1,
+ *                     "column": ["blocks.*.attn.qkv", "blocks.*.fc1"],
+ *                     "row": ["blocks.*.attn.proj", "blocks.*.fc2"]}
+ *                    patterns are shell globs (fnmatch, `*` crosses dots)
+ *                    on each op's attrs.module, as the PyTorch exporter
+ *                    writes it; "comment" may hold any text
+ *   the linear       of a matched module: the op that reads the param
+ *                    "<module>.weight" (views recorded in the module are not
+ *                    linears). Every pattern must match one, a module may
+ *                    not be both, and each op keeps its inputs' order
+ *   column linear    weight and bias (if it reads "<module>.bias") / t;
+ *                    work / t; output split; its input read through a new
+ *                    op "<x>_tp" (type tp_copy, a view of x, saving nothing:
+ *                    f), shared by column linears that read the same x.
+ *                    Its input must not already be split
+ *   row linear       weight / t, bias whole (added after the reduction, as
+ *                    Megatron's RowParallelLinear does); work / t; input
+ *                    must be split; a new op "<y>_ar" (type all_reduce, a
+ *                    view of its output y: g, in place as NCCL reduces) is
+ *                    inserted after it and every later reader of y reads it
+ *   other ops        an op reading a split tensor is split: every output's
+ *                    bytes / t (exactly; a remainder is an error naming the
+ *                    tensor), flops, bwd_flops, workspace, bwd_workspace and
+ *                    measured durations / t (rounded up). Tensors made from
+ *                    nothing (ops whose inputs are all such tensors, as
+ *                    empty_like -> bernoulli_ -> div_ makes a dropout mask)
+ *                    are split when every reader is split and as large as
+ *                    its reader's output; a scalar or a broadcast stays whole
+ *   shapes           dropped from split tensors and params (the split
+ *                    dimension is not tracked through views); bytes exact
+ *   the result       name "<name>-tp<t>", meta.tp and meta.tp_partition,
+ *                    attrs.tp_split "column"/"row"/"shard" on each split op;
+ *                    the collectives' attrs as `remat gen transformer --tp`
+ *                    writes them (collective_fwd, collective_bwd, group
+ *                    "tensor", ranks t). A graph output that would be split
+ *                    is an error (a region left open)
+ *
+ * Sequence parallelism and a vocabulary-parallel embedding or head are not
+ * split this way (gen transformer --tp --sp models the former).
+ *
+ * On success *out owns the text (remat_free) and *summary (may be NULL) the
+ * counts. Failures: the loader's errors for a graph that is not valid,
+ * REMAT_EPARSE for a partition that is not JSON, REMAT_EGRAPH naming the
+ * partition's JSON path or the op, REMAT_EINVAL for t = 0, REMAT_ENOMEM.
+ * Cost: O(ops + tensors + uses) plus one scan of later ops per collective. */
+typedef struct remat_import_tp_summary {
+    uint32_t linears[2];        /* column- and row-parallel linears found */
+    uint32_t split_ops;         /* ops doing 1/t of their work (the linears included) */
+    uint32_t sharded_tensors;   /* activations split t ways */
+    uint32_t split_params;      /* params split t ways */
+    uint32_t collectives;       /* f and g ops inserted */
+    uint64_t param_bytes_split; /* those params' bytes before the split */
+} remat_import_tp_summary;
+
+remat_status remat_import_tp_split(const char *text, size_t len, const char *source, const char *part_text,
+                                   size_t part_len, const char *part_source, uint32_t tp, char **out, size_t *out_len,
+                                   remat_import_tp_summary *summary, remat_err *err);
+
+/* Reads both files and splits; as above. */
+remat_status remat_import_tp_split_files(const char *graph_path, const char *part_path, uint32_t tp, char **out,
+                                         size_t *out_len, remat_import_tp_summary *summary, remat_err *err);
+
+/* ---- Measured durations ----------------------------------------------------
+ *
+ * The graph text (the file g was loaded from; len bytes) with op k's
+ * attrs.duration_ns = fwd_ns[k] and attrs.bwd_duration_ns = bwd_ns[k]
+ * (nanoseconds; a 0 removes the key, so an op without a backward step
+ * carries none), and meta.durations = note, which says where the figures
+ * come from (they are one machine's). Every other field is kept. The file's
+ * ops must be g's, in order (REMAT_EINVAL otherwise). On success *out owns
+ * the text (remat_free). REMAT_EPARSE, REMAT_ENOMEM. O(size of the text). */
+remat_status remat_import_set_durations(const char *text, size_t len, const char *source, const remat_graph *g,
+                                        const uint64_t *fwd_ns, const uint64_t *bwd_ns, const char *note, char **out,
+                                        size_t *out_len, remat_err *err);
 
 #ifdef __cplusplus
 }

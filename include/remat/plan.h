@@ -98,7 +98,14 @@ typedef enum { REMAT_CHEN_REMAT, REMAT_CHEN_PAPER } remat_chen_reading;
  * FLOPs but not in time). The strategies are unchanged: they plan a copy of
  * the graph whose op costs are those durations in picoseconds, and the plan
  * is replayed on the real graph (so the replay's FLOPs are real FLOPs). */
-typedef enum { REMAT_OBJECTIVE_FLOPS, REMAT_OBJECTIVE_TIME } remat_objective;
+/* STEP_TIME goes one step further: recomputing a tensor-parallel
+ * collective op (an all-reduce that a dropped segment rebuilds) costs its
+ * ring time, and the plan is the one with the lowest predicted step time
+ * on the two-stream timeline (remat_timeline_run, where a recomputation
+ * that runs while a collective does is hidden) among the TIME plan and the
+ * plan made with those collective prices. So its step time is never above
+ * TIME's; it does not search placements for overlap beyond that choice. */
+typedef enum { REMAT_OBJECTIVE_FLOPS, REMAT_OBJECTIVE_TIME, REMAT_OBJECTIVE_STEP_TIME } remat_objective;
 
 typedef struct remat_plan_options {
     const char *strategy;          /* see remat_plan_strategies(); NULL means "auto" */
@@ -123,7 +130,7 @@ typedef struct remat_plan_options {
      * Called a few dozen times per plan at most, from the planning thread. */
     void (*progress)(void *ctx, const char *what, size_t done, size_t total);
     void *progress_ctx;
-    remat_objective objective;     /* FLOPS (default) or TIME */
+    remat_objective objective;     /* FLOPS (default), TIME or STEP_TIME */
     const remat_device *device;    /* TIME: the device whose durations are minimised (borrowed) */
 } remat_plan_options;
 

@@ -160,6 +160,15 @@ typedef struct remat_timeline {
     double crit_compute, crit_comm; /* time on it per stream (they sum to step_time with the waits) */
 } remat_timeline;
 
+/* Per op k, the time of the tensor-parallel collective its forward step
+ * (fwd[k]) and its backward step (bwd[k]) run on the communication stream,
+ * 0 where the step runs none (remat_timeline_run's rule: an op whose attrs
+ * name collective_fwd / collective_bwd and attrs.ranks >= 2 and that does
+ * no arithmetic of its own). fwd and bwd have g->n_ops elements. O(ops +
+ * refs). */
+remat_status remat_time_op_collectives(const remat_graph *g, const remat_device *d, double *fwd, double *bwd,
+                                       remat_err *err);
+
 /* Runs s (replay it first: the timeline assumes a valid schedule) on two
  * streams. Dependencies: a compute instruction follows the previous one; at
  * ZeRO 3 it waits for the latest ALLGATHER of each unit whose params it
@@ -168,6 +177,10 @@ typedef struct remat_timeline {
  * before it in the schedule starts (the program issues it there), and
  * waits for its data: a reduction for that compute instruction's end (the
  * BWD that completed its bucket), an ALLGATHER after OPT for OPT's end.
+ * A tensor-parallel collective op's step (remat_time_op_collectives) runs
+ * on the communication stream the same way, after the compute step before
+ * it; a compute step waits for the collective that made a tensor it reads
+ * (a forward's inputs, a backward's output gradients).
  * Collectives need extras->sharding (their sizes and rank count);
  * REMAT_EINVAL when it is missing or an argument is out of range.
  * O(instructions + refs). */

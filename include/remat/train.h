@@ -124,6 +124,16 @@ typedef struct remat_step_result {
     double wall_seconds;                /* the execution (kernels, buffers, update), not the accounting */
 } remat_step_result;
 
+/* Times the kernels of the steps that follow: each remat_train_step (and
+ * remat_train_gradients) first zeroes fwd_ns[0..n_ops) and bwd_ns[0..n_ops),
+ * then writes op k's forward kernel time (its FWD; a RECOMPUTE of it is
+ * not timed) into fwd_ns[k] and its backward kernel time into bwd_ns[k], in
+ * nanoseconds of CLOCK_MONOTONIC; an op without a BWD step keeps 0. Only
+ * the kernel is timed, not the engine's allocation and hashing around it.
+ * Both arrays are the caller's (n_ops elements, alive while timing); NULL
+ * and NULL stop timing. O(1); adds two clock reads per instruction. */
+void remat_trainer_time_kernels(remat_trainer *t, uint64_t *fwd_ns, uint64_t *bwd_ns);
+
 /* Runs one training step of s (FWD, RECOMPUTE, BWD, FREE, OPT) on state st
  * with batch b and applies the optimizer update. Returns REMAT_OK when the
  * step ran and was verified. An invalid schedule is REMAT_ESCHEDULE with

@@ -68,6 +68,7 @@ static const gen_option options[] = {
     {"tp", 0, K_COUNT, F_TRANSFORMER, OFF(tp)},
     {"sp", 0, K_FLAG, F_TRANSFORMER, OFF(sp)},
     {"selective", 0, K_FLAG, F_TRANSFORMER, OFF(selective)},
+    {"vocab-parallel", 0, K_FLAG, F_TRANSFORMER, OFF(vocab_parallel)},
     {"name", 0, K_TEXT, F_ALL, OFF(name)},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -99,7 +100,9 @@ static const char gen_help[] =
     "              --tp T (1): one rank of T-way tensor parallelism (T divides A), with\n"
     "              its all-reduces; --sp: sequence parallelism too (T divides S), with\n"
     "              all-gathers and reduce-scatters; --selective: the attention core as\n"
-    "              one checkpointed op (Korthikanti et al.'s selective recomputation)\n"
+    "              one checkpointed op (Korthikanti et al.'s selective recomputation);\n"
+    "              --vocab-parallel: the embedding and head split by vocabulary (T\n"
+    "              divides V), the parallel cross-entropy (Megatron's VocabParallelEmbedding)\n"
     "              (+4 ops per layer with T > 1, -2 or -3 with --selective, +2 with --sp)\n"
     "unet:         --depth D (3) -b/--batch N (8) --channels C (16, doubling per level)\n"
     "              --size S (64, a multiple of 2^D) --in-channels C (3) --classes K (1)\n"

@@ -17,6 +17,7 @@
  * state or data file; 5 out of memory or a write failure.
  */
 #include "cli.h"
+#include "remat/import.h"
 #include "remat/train.h"
 
 #include <errno.h>
@@ -26,11 +27,12 @@
 #include <string.h>
 
 enum { OPT_OPTIMIZER = 256, OPT_LR, OPT_MOMENTUM, OPT_BETAS, OPT_EPS, OPT_WD, OPT_STEPS, OPT_DATA, OPT_SEED, OPT_STATE,
-       OPT_EVERY };
+       OPT_EVERY, OPT_DURATIONS };
 
 typedef struct {
     const char *optimizer, *lr, *momentum, *betas, *eps, *wd;
     const char *data, *state, *out;
+    const char *durations; /* --record-durations OUT */
     uint64_t steps, seed, every;
     int has_seed;
 } step_args;
@@ -122,6 +124,7 @@ typedef struct {
     int has_data;
     remat_batch batch;
     FILE *H;         /* human lines: stdout, or stderr when the state goes to stdout */
+    uint64_t *dur_fwd, *dur_bwd; /* --record-durations: steps x ops kernel times, in ns */
     const char *src; /* the schedule's file: the plan, or the graph for store-all */
 } session;
 
@@ -210,6 +213,10 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
                S->has_plan ? "store-all" : "");
     for (uint64_t k = 0; k < A->steps; k++) {
         remat_status st = next_batch(S, A, &err);
+        /* Only the run under the plan (store-all without one) is timed; its
+         * FWD and BWD kernels are those of every schedule. */
+        if (S->dur_fwd)
+            remat_trainer_time_kernels(S->tr, S->dur_fwd + k * g->n_ops, S->dur_bwd + k * g->n_ops);
         if (st == REMAT_OK)
             st = remat_train_step(S->tr, S->has_plan ? &S->plan.schedule : &S->store_all, &S->st, &S->batch, &r,
                                   &err);
@@ -232,6 +239,7 @@ static int train_loop(session *S, const step_args *A, double *t_plan, double *t_
         checked += r.recomputed_tensors_checked;
         if (k == 0)
             first = r;
+        remat_trainer_time_kernels(S->tr, NULL, NULL);
         if (S->has_plan) {
             /* The same step without recomputation, on the copy. */
             if ((st = remat_train_step(S->tr, &S->store_all, &S->st_ref, &S->batch, &rr, &err)) != REMAT_OK)
@@ -293,6 +301,85 @@ static int train(session *S, const step_args *A)
     }
     remat__free(t_plan);
     remat__free(t_ref);
+    return rc;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Per op, the median over the steps of its kernel's time (a preempted step
+ * would move a mean), at least 1 ns where the step runs (so a recorded op
+ * is never mistaken for a free one); 0 for a backward the op does not have.
+ * Column j of the steps x ops matrix m is sorted in place. */
+static void medians(const session *S, uint64_t steps, uint64_t *m, int bwd, uint64_t *out)
+{
+    const uint32_t n = S->g->n_ops;
+    uint64_t *col = remat__array((size_t)steps, sizeof *col);
+    for (uint32_t j = 0; col && j < n; j++) {
+        if (bwd && S->a->bwd_step[j] == REMAT_NONE) {
+            out[j] = 0;
+            continue;
+        }
+        for (uint64_t k = 0; k < steps; k++)
+            col[k] = m[k * n + j];
+        qsort(col, (size_t)steps, sizeof *col, cmp_u64);
+        uint64_t med = steps % 2 ? col[steps / 2] : col[steps / 2 - 1] / 2 + col[steps / 2] / 2;
+        out[j] = med ? med : 1;
+    }
+    remat__free(col);
+}
+
+/* --record-durations OUT: the graph file with each op's median kernel
+ * times as attrs.duration_ns and bwd_duration_ns, loaded and analyzed
+ * before it is written (as `remat import` does), so OUT is whole or absent. */
+static int write_durations(session *S, const step_args *A, const char *graph_path)
+{
+    const uint32_t n = S->g->n_ops;
+    uint64_t *fwd = remat__array(n ? n : 1, sizeof *fwd), *bwd = remat__array(n ? n : 1, sizeof *bwd);
+    char *text = NULL, *json = NULL;
+    size_t len = 0, jlen = 0;
+    remat_err err;
+    remat_err_init(&err);
+    int rc = REMAT_EXIT_OK;
+    if (!fwd || !bwd) {
+        remat_err_set(&err, REMAT_ENOMEM, "out of memory for the durations");
+        rc = remat_cli_fail(&err);
+    }
+    if (rc == REMAT_EXIT_OK) {
+        medians(S, A->steps, S->dur_fwd, 0, fwd);
+        medians(S, A->steps, S->dur_bwd, 1, bwd);
+    }
+    char note[200];
+    snprintf(note, sizeof note, "remat step: median of %llu steps' kernel times on this machine (1 thread)",
+             (unsigned long long)A->steps);
+    if (rc == REMAT_EXIT_OK && (remat__read_file(graph_path, &text, &len, &err) != REMAT_OK ||
+                                remat_import_set_durations(text, len, graph_path, S->g, fwd, bwd, note, &json, &jlen,
+                                                           &err) != REMAT_OK))
+        rc = remat_cli_fail(&err);
+    remat_graph *g2 = NULL;
+    remat_analysis *a2 = NULL;
+    if (rc == REMAT_EXIT_OK && (remat_graph_load_json(json, jlen, A->durations, &g2, &err) != REMAT_OK ||
+                                remat_analyze(g2, &a2, &err) != REMAT_OK))
+        rc = remat_cli_fail(&err);
+    if (rc == REMAT_EXIT_OK)
+        rc = remat_cli_write(A->durations, json, jlen);
+    if (rc == REMAT_EXIT_OK) {
+        uint64_t sf = 0, sb = 0;
+        for (uint32_t j = 0; j < n; j++)
+            sf += fwd[j], sb += bwd[j];
+        fprintf(S->H, "durations  %u ops, median of %llu steps: forward %.3f ms, backward %.3f ms in kernels; "
+                      "written to %s\n",
+                n, (unsigned long long)A->steps, (double)sf / 1e6, (double)sb / 1e6, A->durations);
+    }
+    remat_analysis_destroy(a2);
+    remat_graph_destroy(g2);
+    remat__free(fwd);
+    remat__free(bwd);
+    remat__free(text);
+    remat_free(json);
     return rc;
 }
 
@@ -381,7 +468,18 @@ static int run_session(session *S, const step_args *A, const char *graph_path, c
     if (S->has_plan)
         fprintf(S->H, "plan       %s (%s): %zu instructions; store-all: %zu\n", plan_path, S->plan.strategy,
                S->plan.schedule.n, S->store_all.n);
+    if (A->durations) {
+        S->dur_fwd = remat__array((size_t)(A->steps * g->n_ops), sizeof *S->dur_fwd);
+        S->dur_bwd = remat__array((size_t)(A->steps * g->n_ops), sizeof *S->dur_bwd);
+        if (!S->dur_fwd || !S->dur_bwd) {
+            remat_err_set(&err, REMAT_ENOMEM, "out of memory for %llu steps of kernel times",
+                          (unsigned long long)A->steps);
+            return remat_cli_fail(&err);
+        }
+    }
     rc = train(S, A);
+    if (rc == REMAT_EXIT_OK && A->durations)
+        rc = write_durations(S, A, graph_path);
     if (rc == REMAT_EXIT_OK && A->out) {
         size_t len;
         char *text = remat_model_state_format(g, &S->st, &len, &err);
@@ -407,6 +505,7 @@ int cmd_step(int argc, char **argv)
         {"seed", required_argument, NULL, OPT_SEED},
         {"state", required_argument, NULL, OPT_STATE},
         {"every", required_argument, NULL, OPT_EVERY},
+        {"record-durations", required_argument, NULL, OPT_DURATIONS},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -427,6 +526,7 @@ int cmd_step(int argc, char **argv)
         case OPT_WD: A.wd = optarg; break;
         case OPT_DATA: A.data = optarg; break;
         case OPT_STATE: A.state = optarg; break;
+        case OPT_DURATIONS: A.durations = optarg; break;
         case 'o': A.out = optarg; break;
         case OPT_STEPS:
             if ((rc = parse_u64("--steps", optarg, &A.steps, 0)) != REMAT_EXIT_OK)
@@ -448,7 +548,10 @@ int cmd_step(int argc, char **argv)
                    "(graphs/README.md, \"Synthetic data\") and initializes fresh parameters; with --data FILE\n"
                    "the batches come from the file and --seed only initializes (default 0). --every N prints\n"
                    "every Nth step's loss (0: none). Options: --momentum X, --betas B1,B2, --eps X,\n"
-                   "--weight-decay X. The state file format is in graphs/README.md (\"State files\").\n");
+                   "--weight-decay X. The state file format is in graphs/README.md (\"State files\").\n"
+                   "--record-durations OUT writes the graph with each op's kernel times, the median over the\n"
+                   "steps, as attrs.duration_ns and bwd_duration_ns (graphs/README.md, \"Measured durations\"),\n"
+                   "for --device step times without PyTorch.\n");
             return REMAT_EXIT_OK;
         default: return remat_cli_usage_error("step", "bad option");
         }
@@ -467,6 +570,8 @@ int cmd_step(int argc, char **argv)
     remat_model_state_init(&S.st_ref);
     remat_dataset_init(&S.data);
     rc = run_session(&S, &A, argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL);
+    remat__free(S.dur_fwd);
+    remat__free(S.dur_bwd);
     remat_batch_destroy(&S.batch);
     remat_dataset_destroy(&S.data);
     remat_model_state_destroy(&S.st_ref);

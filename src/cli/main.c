@@ -24,20 +24,21 @@ static const remat_command commands[] = {
     {"lifetimes", cmd_lifetimes, "GRAPH [--json] [-o FILE]",
      "derive the backward pass and print every tensor's lifetime"},
     {"plan", cmd_plan,
-     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time]] "
+     "GRAPH [--strategy S] [--budget B | --activation-budget B] [--device NAME|FILE [--objective flops|time|step-time]] "
      "[-o PLAN] [--json] "
      "[--pp P [--microbatches M] [--pp-schedule gpipe|1f1b|interleaved:V] [--pp-stages A:B,...] "
      "[--pp-balance flops|bytes]]",
      "choose what to keep and recompute under a budget; the figures are the replayed ones"},
     {"compare", cmd_compare,
-     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time]] [--json] "
+     "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time|step-time]] [--json] "
      "[--time-limit S] | GRAPH --sweep N [--svg FILE] "
-     "[--activation-budget 0]",
+     "[--activation-budget 0] | GRAPH --pp P [--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] "
+     "--budget B [--device NAME|FILE]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
     {"replay", cmd_replay,
-     "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
-     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--json]",
+     "GRAPH [PLAN | PIPELINE-PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
+     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--device NAME|FILE] [ledger options] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
      "device)"},
     {"ledger", cmd_ledger,
@@ -50,17 +51,20 @@ static const remat_command commands[] = {
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
      "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
-     "--dp N --zero K, --deepspeed-config FILE] -o FILE",
+     "--dp N --zero K, --deepspeed-config FILE] -o FILE | GRAPH --pp P [--microbatches M] [--pp-schedule S] "
+     "[--pp-stages A:B,...] [--budget B] --device NAME|FILE --format chrome -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit,
      "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",
      "explain the peak: its step, bytes per category, the largest live tensors and why each is live"},
     {"step", cmd_step,
      "GRAPH [PLAN] --optimizer sgd|momentum|adam|adamw [--lr X] [--steps K] (--data FILE | --seed S) "
-     "[--state STATE] [-o STATE] [--every N]",
+     "[--state STATE] [-o STATE] [--every N] [--record-durations GRAPH]",
      "run real training steps under a plan: losses, measured vs accounted peak, time with and without recompute"},
     {"import", cmd_import, "checkmate|dtr FILE [--name NAME] [-o GRAPH]",
      "convert a Checkmate/Moccasin training graph or a DTR operator log into a remat graph"},
+    {"tp-split", cmd_tp_split, "GRAPH --tp T --partition FILE [-o GRAPH]",
+     "write one rank's graph of T-way Megatron tensor parallelism, the linears split as FILE names them"},
     {"alloc", cmd_alloc,
      "GRAPH [PLAN] [--policy best-fit|first-fit|caching|all] [--static greedy-size|greedy-lifetime|alloc-order|best|none] "
      "[--activation-only] [--svg FILE [--svg-layout static|POLICY]] [--work N] [--json] [-o FILE]",

@@ -32,8 +32,10 @@ int remat_cli_time_option(const char *cmd, int c, const char *arg, int objective
             T->objective = REMAT_OBJECTIVE_FLOPS;
         else if (strcmp(arg, "time") == 0)
             T->objective = REMAT_OBJECTIVE_TIME;
+        else if (strcmp(arg, "step-time") == 0)
+            T->objective = REMAT_OBJECTIVE_STEP_TIME;
         else
-            return remat_cli_usage_error(cmd, "--objective: '%s' is not one of flops, time", arg);
+            return remat_cli_usage_error(cmd, "--objective: '%s' is not one of flops, time, step-time", arg);
         return REMAT_EXIT_OK;
     }
     return -1;
@@ -41,8 +43,9 @@ int remat_cli_time_option(const char *cmd, int c, const char *arg, int objective
 
 int remat_cli_time_load(const char *cmd, remat_cli_time *T, remat_plan_options *o)
 {
-    if (T->objective == REMAT_OBJECTIVE_TIME && !T->device_arg)
-        return remat_cli_usage_error(cmd, "--objective time needs --device NAME|FILE");
+    if (T->objective != REMAT_OBJECTIVE_FLOPS && !T->device_arg)
+        return remat_cli_usage_error(cmd, "--objective %s needs --device NAME|FILE",
+                                     T->objective == REMAT_OBJECTIVE_TIME ? "time" : "step-time");
     if (T->device_arg) {
         remat_err err;
         remat_err_init(&err);

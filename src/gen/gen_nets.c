@@ -426,20 +426,23 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     /* One rank of t: heads split evenly (so does h, heads dividing it); with
      * sequence parallelism the sequence too. */
     const uint64_t t = o->tp ? o->tp : 1;
-    const int sp = o->sp && t > 1, sel = o->selective;
+    const int sp = o->sp && t > 1, sel = o->selective, vp = o->vocab_parallel && t > 1;
     if (o->heads % t != 0)
         return remat__gen_invalid(w, "--tp %" PRIu64 " must divide -a/--heads (%" PRIu32 ")", t, o->heads);
     if (sp && o->seq % t != 0)
         return remat__gen_invalid(w, "--sp: --tp %" PRIu64 " must divide -s/--seq (%" PRIu32 ")", t, o->seq);
+    if (vp && o->vocab % t != 0)
+        return remat__gen_invalid(w, "--vocab-parallel: --tp %" PRIu64 " must divide --vocab (%" PRIu32 ")", t,
+                                  o->vocab);
     /* Ops per layer: 15, 3 dropouts, 4 collectives (f and g twice, or two
      * all-gathers and two reduce-scatters), less the attention core's 3 or 4
      * ops fused into one under --selective. */
     const uint64_t per_layer = 15 + (o->dropout ? 3 : 0) + (t > 1 ? 4 : 0) - (sel ? (o->dropout ? 3 : 2) : 0);
-    if ((uint64_t)o->layers * per_layer + 4 + (sp ? 2 : 0) > REMAT__GEN_MAX_OPS)
+    if ((uint64_t)o->layers * per_layer + 4 + (sp ? 2 : 0) + (vp && !sp ? 2 : 0) > REMAT__GEN_MAX_OPS)
         return remat__gen_invalid(w, "-L/--layers %" PRIu32 " is too many (limit %llu ops)", o->layers,
                                   REMAT__GEN_MAX_OPS);
     const uint64_t p = o->elem_bytes, s = o->seq, b = o->batch, h = o->hidden, a = o->heads, V = o->vocab;
-    const uint64_t hp = h / t, ap = a / t, ss = sp ? s / t : s;
+    const uint64_t hp = h / t, ap = a / t, ss = sp ? s / t : s, Vp = vp ? V / t : V;
     remat__gen_header(w, name, "transformer");
     remat__gen_meta_u64(w, "seq", s);
     remat__gen_meta_u64(w, "batch", b);
@@ -456,6 +459,8 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
         remat__gen_meta_u64(w, "sp", 1);
     if (sel)
         remat__gen_meta_u64(w, "selective", 1);
+    if (vp)
+        remat__gen_meta_u64(w, "vocab_parallel", 1);
     remat__gen_meta_end(w);
 
     tns tokens, labels, wte, lnf_w, head_w;
@@ -467,13 +472,14 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     leaf(w, &L, &labels);
     remat_buf_puts(&w->b, "],\n \"params\": [");
     L.n = 0;
-    MAKE(w, &wte, p, (V, h), "wte");
+    /* With vp, Megatron's VocabParallelEmbedding: this rank's V/t rows. */
+    MAKE(w, &wte, p, (Vp, h), "wte");
     leaf(w, &L, &wte);
     /* Per layer: ln1 (gamma, beta), W_qkv, W_o, ln2, W_fc1, W_fc2: 12h^2 + 4h
      * elements, the four matrices split t ways (QKV and fc1 by columns, W_o
      * and fc2 by rows), the layernorms replicated. Biases are left out; they
      * do not change activations. The embedding and the head stay whole on
-     * every rank (Megatron splits them by vocabulary; not modelled). */
+     * every rank unless `vocab_parallel` splits them by vocabulary. */
     tns pw[6];
     for (uint32_t l = 0; l < o->layers && !w->bad && !w->b.failed; l++) {
         MAKE(w, &pw[0], p, (2, h), "l%" PRIu32 "_ln1_w", l);
@@ -486,7 +492,7 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
             leaf(w, &L, &pw[j]);
     }
     MAKE(w, &lnf_w, p, (2, h), "lnf_w");
-    MAKE(w, &head_w, p, (h, V), "head_w");
+    MAKE(w, &head_w, p, (h, Vp), "head_w");
     leaf(w, &L, &lnf_w);
     leaf(w, &L, &head_w);
     remat_buf_puts(&w->b, "],\n \"ops\": [");
@@ -497,7 +503,23 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
     /* The embedding's backward scatters into wte by token: it reads only the
      * token ids. */
     op(w, &ops, &(opdesc){"embedding", {&tokens, &wte}, 2, {&x}, 1, {&tokens}, 1, NULL, elems(&x)});
-    if (sp) {
+    if (vp) {
+        /* A rank looks up only the tokens in its V/t rows (zeros for the
+         * rest), so the output is a partial sum: Megatron's
+         * VocabParallelEmbedding all-reduces it in place, or with sequence
+         * parallelism reduce-scatters it to the s/t shard (its backward
+         * all-gathers the gradient). */
+        tns xr;
+        if (sp) {
+            MAKE(w, &xr, p, (ss, b, h), "embed_rs");
+            collective(w, &ops, "reduce_scatter", &x, &xr, 0, "reduce_scatter", "all_gather", t);
+        } else {
+            xr = x;
+            snprintf(xr.id, sizeof xr.id, "embed_ar");
+            collective(w, &ops, "all_reduce", &x, &xr, 1, "all_reduce", "none", t);
+        }
+        x = xr;
+    } else if (sp) {
         /* Megatron's scatter_to_sequence_parallel_region: each rank keeps its
          * s/t slice (a copy here, so the whole embedding output is freed);
          * its backward all-gathers the gradient. */
@@ -598,13 +620,35 @@ int remat__gen_transformer(gw *w, const remat_gen_opts *o, const char *name)
         MAKE(w, &buf1, p, (s, b, h), "lnf_ag");
         collective(w, &ops, "all_gather", &lnf, &buf1, 0, "all_gather", "reduce_scatter", t);
         hin = &buf1;
+    } else if (vp) {
+        /* The vocabulary-parallel head is a column-parallel linear: its
+         * input enters through f (Megatron's parallel_lm_logits). */
+        buf1 = lnf;
+        snprintf(buf1.id, sizeof buf1.id, "lnf_tp");
+        collective(w, &ops, "tp_copy", &lnf, &buf1, 1, "none", "all_reduce", t);
+        hin = &buf1;
     }
-    MAKE(w, &logits, p, (s, b, V), "logits");
+    MAKE(w, &logits, p, (s, b, Vp), "logits");
     op(w, &ops, &(opdesc){"matmul", {hin, &head_w}, 2, {&logits}, 1, {0}, -1, NULL,
-                          FLOPS(w, "logits", 2, s, b, h, V)});
+                          FLOPS(w, "logits", 2, s, b, h, Vp)});
     MAKE(w, &loss, 4, (1), "loss");
-    op(w, &ops, &(opdesc){"cross_entropy", {&logits, &labels}, 2, {&loss}, 1, {0}, -1, NULL,
-                          FLOPS(w, "loss", 5, s, b, V)});
+    if (vp) {
+        /* Megatron's vocab_parallel_cross_entropy on the rank's V/t logits
+         * (never gathered): three all-reduces of one fp32 value per token
+         * (the max, the target's logit, the sum of exponentials), 12sb
+         * bytes in all; its softmax overwrites the logits, which it saves. */
+        char attrs[200];
+        snprintf(attrs, sizeof attrs,
+                 "{\"collective_fwd\": \"all_reduce\", \"collective_fwd_bytes\": %" PRIu64
+                 ", \"group\": \"tensor\", \"ranks\": %" PRIu64 "}",
+                 remat__gen_mul(w, 12 * s, b, "loss"), t);
+        op_x(w, &ops, &(opdesc){"vocab_parallel_cross_entropy", {&logits, &labels}, 2, {&loss}, 1, {0}, -1, NULL,
+                                FLOPS(w, "loss", 5, s, b, Vp)},
+             &(opextra){0, 0, attrs});
+    } else {
+        op(w, &ops, &(opdesc){"cross_entropy", {&logits, &labels}, 2, {&loss}, 1, {0}, -1, NULL,
+                              FLOPS(w, "loss", 5, s, b, V)});
+    }
     remat__gen_footer(w);
     return 1;
 }

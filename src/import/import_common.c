@@ -5,6 +5,9 @@
  */
 #include "import_internal.h"
 
+#include <cjson/cJSON.h>
+#include <string.h>
+
 void remat__import_begin(remat_err **err_io, remat_err *local, char **out, size_t *out_len)
 {
     remat_err_init(local);
@@ -41,4 +44,29 @@ remat_status remat__import_file(remat__import_text_fn fn, const char *path, cons
     st = fn(text, len, path, name, out, out_len, summary, err);
     remat__free(text);
     return st;
+}
+
+int remat__import_write_doc(const struct cJSON *root, remat_buf *b)
+{
+    remat_buf_puts(b, "{");
+    for (const cJSON *v = root->child; v; v = v->next) {
+        remat_buf_puts(b, v == root->child ? "\n " : ",\n ");
+        remat_buf_json_str(b, v->string);
+        remat_buf_puts(b, ": ");
+        int list = cJSON_IsArray(v) && (!strcmp(v->string, "ops") || !strcmp(v->string, "params") ||
+                                        !strcmp(v->string, "inputs"));
+        for (const cJSON *e = list ? v->child : v; e; e = list ? e->next : NULL) {
+            char *s = cJSON_PrintUnformatted(e);
+            if (!s)
+                return 0;
+            if (list)
+                remat_buf_puts(b, e == v->child ? "[\n  " : ",\n  ");
+            remat_buf_puts(b, s);
+            cJSON_free(s);
+        }
+        if (list)
+            remat_buf_puts(b, v->child ? "\n ]" : "[]");
+    }
+    remat_buf_puts(b, "\n}\n");
+    return !b->failed;
 }

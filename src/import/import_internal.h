@@ -39,4 +39,11 @@ typedef remat_status (*remat__import_text_fn)(const char *text, size_t len, cons
 remat_status remat__import_file(remat__import_text_fn fn, const char *path, const char *name, char **out,
                                 size_t *out_len, void *summary, remat_err *err);
 
+/* Writes a remat-graph tree as the exporter lays one out: one key per line,
+ * and one element per line in "inputs", "params" and "ops", so that a diff
+ * of two graphs shows the ops that changed. Returns 0 when out of memory
+ * (b may then be partly written). */
+struct cJSON;
+int remat__import_write_doc(const struct cJSON *root, remat_buf *b);
+
 #endif

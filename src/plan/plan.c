@@ -184,7 +184,7 @@ int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval 
 remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
                              remat_replay_result *r, remat_err *err)
 {
-    if (o->objective == REMAT_OBJECTIVE_TIME)
+    if (o->objective == REMAT_OBJECTIVE_TIME || o->objective == REMAT_OBJECTIVE_STEP_TIME)
         return remat__plan_make_for_time(a, o, out, r, err);
     const remat_graph *g = a->g;
     const char *name = o->strategy ? o->strategy : "auto";

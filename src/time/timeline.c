@@ -14,6 +14,17 @@
  * the last end in one pass. Memory is not judged here: the replay in exec
  * did that, and a collective never starts before its schedule position's
  * compute starts, so the order the replay measured holds.
+ *
+ * Tensor-parallel collectives are ops of the graph (gen transformer --tp,
+ * remat tp-split): an op whose attrs name a collective for a direction
+ * (collective_fwd for its FWD and RECOMPUTE, collective_bwd for its BWD)
+ * and that does no arithmetic of its own runs that step on the
+ * communication stream, over attrs.ranks ranks, on its largest tensor (the
+ * whole buffer of an all-reduce, all-gather or reduce-scatter). What it
+ * makes (its outputs in forward, its inputs' gradients in backward) is then
+ * ready only when it ends: a compute step that reads one waits. So a
+ * recomputation scheduled between a backward all-reduce and the step that
+ * needs its result runs while the all-reduce does.
  */
 #include "remat/time.h"
 #include "../util/util_internal.h"
@@ -55,6 +66,76 @@ static void opt_bytes(const remat_analysis *a, const remat_sharding *sh, uint64_
         }
 }
 
+/* Per op: the collective each direction runs (-1: none, or an op with
+ * arithmetic of its own, whose collective is not modelled), its ranks and
+ * the bytes it moves. */
+typedef struct {
+    int8_t kind[2];
+    uint32_t ranks;
+    uint64_t bytes;
+} tp_coll;
+
+static int coll_kind(const char *s)
+{
+    return !strcmp(s, "all_reduce") ? REMAT_COLL_ALLREDUCE
+           : !strcmp(s, "all_gather") ? REMAT_COLL_ALLGATHER
+           : !strcmp(s, "reduce_scatter") ? REMAT_COLL_REDUCE_SCATTER
+                                           : -1;
+}
+
+static remat_status tp_collectives(const remat_graph *g, tp_coll *c, remat_err *err)
+{
+    for (uint32_t k = 0; k < g->n_ops; k++) {
+        const remat_op *op = &g->ops[k];
+        c[k].kind[0] = c[k].kind[1] = -1;
+        if (!op->attrs_json || op->flops || op->bwd_flops)
+            continue;
+        double ranks = 0;
+        bool found = false;
+        remat_status st = remat_op_attr_number(g, k, "ranks", &ranks, &found, err);
+        if (st != REMAT_OK)
+            return st;
+        if (!found || !(ranks >= 2) || ranks > 1e6)
+            continue;
+        static const char *const keys[2] = {"collective_fwd", "collective_bwd"};
+        for (int dir = 0; dir < 2; dir++) {
+            char what[32];
+            bool f = false;
+            if ((st = remat_op_attr_string(g, k, keys[dir], what, sizeof what, &f, err)) != REMAT_OK)
+                return st;
+            c[k].kind[dir] = f ? (int8_t)coll_kind(what) : -1;
+        }
+        c[k].ranks = (uint32_t)ranks;
+        const uint32_t *in = remat_op_inputs(g, op), *out = remat_op_outputs(g, op);
+        for (uint32_t j = 0; j < op->n_in; j++)
+            if (g->tensors[in[j]].logical_bytes > c[k].bytes)
+                c[k].bytes = g->tensors[in[j]].logical_bytes;
+        for (uint32_t j = 0; j < op->n_out; j++)
+            if (g->tensors[out[j]].logical_bytes > c[k].bytes)
+                c[k].bytes = g->tensors[out[j]].logical_bytes;
+    }
+    return REMAT_OK;
+}
+
+remat_status remat_time_op_collectives(const remat_graph *g, const remat_device *d, double *fwd, double *bwd,
+                                       remat_err *err)
+{
+    tp_coll *tc = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tc);
+    if (!tc)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory timing the collectives");
+    remat_status st = tp_collectives(g, tc, err);
+    for (uint32_t k = 0; st == REMAT_OK && k < g->n_ops; k++) {
+        fwd[k] = tc[k].kind[0] >= 0 ? remat_time_collective(d, (remat_collective)tc[k].kind[0], tc[k].bytes,
+                                                            tc[k].ranks)
+                                    : 0;
+        bwd[k] = tc[k].kind[1] >= 0 ? remat_time_collective(d, (remat_collective)tc[k].kind[1], tc[k].bytes,
+                                                            tc[k].ranks)
+                                    : 0;
+    }
+    remat__free(tc);
+    return st;
+}
+
 /* Waits for instruction j when it ends after *start. */
 static void wait_for(const remat_timeline *tl, size_t j, double *start, size_t *pred)
 {
@@ -84,33 +165,74 @@ remat_status remat_timeline_run(const remat_analysis *a, const remat_schedule *s
     out->pred = remat__calloc(n, sizeof *out->pred);
     out->crit = remat__calloc(n, sizeof *out->crit);
     size_t *gathered = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *gathered);
-    if (!out->start || !out->end || !out->stream || !out->pred || !out->crit || !gathered) {
+    tp_coll *tc = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tc);
+    /* The tensor-parallel collective that made a tensor, or its gradient. */
+    size_t *ready = remat__calloc(g->n_tensors ? g->n_tensors : 1, sizeof *ready);
+    size_t *gready = remat__calloc(g->n_tensors ? g->n_tensors : 1, sizeof *gready);
+    if (!out->start || !out->end || !out->stream || !out->pred || !out->crit || !gathered || !tc || !ready ||
+        !gready) {
         remat__free(gathered);
+        remat__free(tc);
+        remat__free(ready);
+        remat__free(gready);
         remat_timeline_destroy(out);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the timeline");
     }
     for (uint32_t k = 0; k < g->n_ops; k++)
         gathered[k] = SIZE_MAX;
+    for (uint32_t x = 0; x < g->n_tensors; x++)
+        ready[x] = gready[x] = SIZE_MAX;
+    remat_status st = tp_collectives(g, tc, err);
     uint64_t pw, pg;
     opt_bytes(a, sh, &pw, &pg);
     const double t_opt = remat_time_optimizer(d, pw, pg, extras);
     const int stage3 = sh && sh->cfg.stage == 3;
     size_t last_compute = SIZE_MAX, last_comm = SIZE_MAX, last_reduce = SIZE_MAX, opt = SIZE_MAX;
     double compute_free = 0, comm_free = 0;
-    remat_status st = REMAT_OK;
     for (size_t i = 0; i < n && st == REMAT_OK; i++) {
         remat_instr in = i < s->n ? s->ins[i] : (remat_instr){REMAT_I_OPT, 0};
         double start, dur = 0;
         size_t pred;
-        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE || in.kind == REMAT_I_BWD ||
-            in.kind == REMAT_I_OPT) {
-            if (in.kind != REMAT_I_OPT && in.arg >= g->n_ops) {
-                st = remat_err_set(err, REMAT_EINVAL, "timeline: instruction %zu names op %u of %u", i, in.arg,
-                                   g->n_ops);
-                break;
+        const int op_step = in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE || in.kind == REMAT_I_BWD;
+        if (op_step && in.arg >= g->n_ops) {
+            st = remat_err_set(err, REMAT_EINVAL, "timeline: instruction %zu names op %u of %u", i, in.arg, g->n_ops);
+            break;
+        }
+        const int bwd = in.kind == REMAT_I_BWD;
+        if (op_step && tc[in.arg].kind[bwd] >= 0) {
+            /* A tensor-parallel collective: issued here, after the compute
+             * step that made its data (the one before it in the schedule). */
+            const remat_op *op = &g->ops[in.arg];
+            start = comm_free;
+            pred = last_comm;
+            if (last_compute != SIZE_MAX && out->start[last_compute] > start) {
+                start = out->start[last_compute];
+                pred = out->pred[last_compute];
             }
+            wait_for(out, last_compute, &start, &pred);
+            const uint32_t *rd = remat_op_inputs(g, op);
+            for (uint32_t j = 0; j < op->n_in; j++)
+                wait_for(out, ready[rd[j]], &start, &pred);
+            dur = remat_time_collective(d, (remat_collective)tc[in.arg].kind[bwd], tc[in.arg].bytes,
+                                        tc[in.arg].ranks);
+            out->stream[i] = REMAT_STREAM_COMM;
+            comm_free = start + dur;
+            out->comm_time += dur;
+            last_comm = i;
+            const uint32_t *made = bwd ? rd : remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < (bwd ? op->n_in : op->n_out); j++)
+                (bwd ? gready : ready)[made[j]] = i;
+        } else if (op_step || in.kind == REMAT_I_OPT) {
             start = compute_free;
             pred = last_compute;
+            if (op_step) {
+                /* What a tensor-parallel collective made: the inputs a
+                 * forward reads, the output gradients a backward reads. */
+                const remat_op *op = &g->ops[in.arg];
+                const uint32_t *rd = bwd ? remat_op_outputs(g, op) : remat_op_inputs(g, op);
+                for (uint32_t j = 0; j < (bwd ? op->n_out : op->n_in); j++)
+                    wait_for(out, (bwd ? gready : ready)[rd[j]], &start, &pred);
+            }
             if (stage3 && in.kind != REMAT_I_OPT) {
                 const remat_op *op = &g->ops[in.arg];
                 const uint32_t *rd = remat_op_inputs(g, op);
@@ -200,6 +322,9 @@ remat_status remat_timeline_run(const remat_analysis *a, const remat_schedule *s
         out->pred[i] = pred;
     }
     remat__free(gathered);
+    remat__free(tc);
+    remat__free(ready);
+    remat__free(gready);
     if (st != REMAT_OK) {
         remat_timeline_destroy(out);
         return st;

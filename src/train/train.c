@@ -128,11 +128,24 @@ static remat_status fill_leaf(void *ctx, remat__engine *E, uint32_t t, uint8_t *
     return remat__engine_broken(E, "leaf '%s' has no data", E->g->tensors[t].id);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static remat_status forward(void *ctx, remat__engine *E, uint32_t k, int recompute, uint8_t *ws, uint64_t ws_len)
 {
     run *R = ctx;
     (void)ws, (void)ws_len; /* held as the graph says; the kernels need no scratch */
+    /* Only the first computation is timed: it is the op's duration_ns, and
+     * a recomputation is the same kernel again. */
+    const int timed = R->T->fwd_ns && !recompute;
+    const uint64_t t0 = timed ? now_ns() : 0;
     remat_status st = remat__kernel_forward(&R->T->P, E, k);
+    if (timed)
+        R->T->fwd_ns[k] = now_ns() - t0;
     if (st == REMAT_OK && k == R->T->loss_op && !recompute) {
         R->loss = remat__ld(E->buf[E->g->outputs[0]], R->T->P.dtype == REMAT_ELEM_F32, 0);
         R->have_loss = 1;
@@ -152,7 +165,18 @@ static remat_status backward(void *ctx, remat__engine *E, uint32_t k, uint8_t *w
 {
     run *R = ctx;
     (void)ws, (void)ws_len;
-    return remat__kernel_backward(&R->T->P, E, k);
+    if (!R->T->bwd_ns)
+        return remat__kernel_backward(&R->T->P, E, k);
+    const uint64_t t0 = now_ns();
+    remat_status st = remat__kernel_backward(&R->T->P, E, k);
+    R->T->bwd_ns[k] = now_ns() - t0;
+    return st;
+}
+
+void remat_trainer_time_kernels(remat_trainer *t, uint64_t *fwd_ns, uint64_t *bwd_ns)
+{
+    t->fwd_ns = fwd_ns;
+    t->bwd_ns = bwd_ns;
 }
 
 /* One parameter's update, in place; t is the step count after this step. */
@@ -301,6 +325,10 @@ static remat_status execute(remat_trainer *T, const remat_schedule *s, remat_mod
     r->replay_peak_bytes = plain.peak_bytes;
     remat_replay_result_destroy(&plain);
 
+    if (T->fwd_ns) {
+        memset(T->fwd_ns, 0, T->a->g->n_ops * sizeof *T->fwd_ns);
+        memset(T->bwd_ns, 0, T->a->g->n_ops * sizeof *T->bwd_ns);
+    }
     run R = {T, st, b, mode, grads, 0, 0};
     const remat__engine_hooks hooks = {&R, leaf_buffer, fill_leaf, forward, seed, backward, opt};
     remat__engine E;

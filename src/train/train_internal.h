@@ -16,6 +16,8 @@ struct remat_trainer {
     remat_task task;
     uint32_t features;  /* the task's input features, REMAT_NONE when none */
     uint32_t target;    /* the loss's target input, REMAT_NONE when none */
+    uint64_t *fwd_ns;   /* remat_trainer_time_kernels: where the next steps' kernel times go, or NULL */
+    uint64_t *bwd_ns;
 };
 
 /* Sets t->task, features and target from the loss op (train_data.c). */

@@ -78,3 +78,8 @@ expect gen_bundled_unet3 0 "identical" -- gen_same "$T/unet3.json" graphs/unet3.
 for g in chain16 hetchain12 resnet8 transformer4 unet3 bnview; do
     expect "gen_bundled_${g}_loads" 0 "graph $g" -- "$REMAT" lifetimes "graphs/$g.json"
 done
+# --vocab-parallel: the embedding and head hold V/T rows (2 x 64 x 96 / 4 B),
+# the logits V/T columns; T must divide V.
+expect gen_vocab_parallel 0 '"id": "head_w", "bytes": 3072' -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 96 --tp 4 --vocab-parallel
+expect gen_vocab_parallel_ce 0 '"op": "vocab_parallel_cross_entropy"' -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 96 --tp 4 --vocab-parallel
+expect gen_vocab_parallel_divides 2 "--vocab-parallel: --tp 4 must divide --vocab (50)" -- "$REMAT" gen transformer -s 16 -b 3 -h 64 -a 8 -L 1 --vocab 50 --tp 4 --vocab-parallel

@@ -86,3 +86,13 @@ expect step_bad_seed 2 "--seed: 'x' is not a whole number" -- $S $M --optimizer 
 expect step_extra_arg 2 "expected GRAPH [PLAN]" -- $S $M a b --optimizer adam --seed 1
 "$REMAT" plan graphs/mlp2.json --strategy store-all -o "$T/mlp2plan.json" >/dev/null 2>&1
 expect step_foreign_plan 3 "this plan was made for graph 'mlp2'" -- $S $M "$T/mlp2plan.json" $ADAM
+
+# --record-durations: the graph with each op's median kernel times, which
+# the step-time model then uses for every op (a time is not pinned here;
+# tests/check_durations.c checks the figures are the ones measured).
+expect step_durations 0 "durations  6 ops, median of 3 steps" -- $S $M --optimizer sgd --seed 1 --steps 3 --every 0 --record-durations "$T/mlp423.timed.json"
+expect step_durations_used 0 "measured durations for 6 forward and 6 backward of 6 ops" -- "$REMAT" replay "$T/mlp423.timed.json" --device a100-sxm-80gb
+expect step_durations_note 0 "remat step: median of 3 steps' kernel times" -- cat "$T/mlp423.timed.json"
+"$REMAT" plan $M --strategy auto --activation-budget 7680 -o "$T/mlp423.plan.json" >/dev/null 2>&1
+expect step_durations_plan 0 "durations  6 ops, median of 2 steps" -- $S $M "$T/mlp423.plan.json" --optimizer sgd --seed 1 --steps 2 --every 0 --record-durations "$T/mlp423.timed2.json"
+expect step_durations_bad_out 5 "" -- $S $M --optimizer sgd --seed 1 --steps 1 --every 0 --record-durations "$T/no/such/dir/x.json"
