@@ -18,10 +18,15 @@ wall time, and prints medians over --steps steps:
   the resident params and inputs): remat's plan at the same memory.
 
 Steps are timed in interleaved rounds (one step of every method per round)
-so that the shared machine's drift hits every method alike. Extra time is
-a method's median step time less its baseline's (eager for checkpointing,
-the default partitioner for the AOTAutograd methods), as a percentage of
-the baseline. Figures only: the exit status is 0 unless a run
+so that the shared machine's drift hits every method alike. Extra time is,
+per round, a method's step CPU time over its baseline's in that round, less
+1 (the baseline: eager for checkpointing, the default partitioner for the
+AOTAutograd methods), printed as the median and quartiles over rounds. The
+last lines compare remat with each peer at that peer's measured peak: per
+round, remat's extra time less the peer's (percentage points), median and
+quartiles, and a verdict that says "within noise" unless the quartiles lie
+on one side of 0. min-cut's line counts the forward nodes its backward
+recomputes and their FLOPs (over forward + backward, as remat reports). Figures only: the exit status is 0 unless a run
 fails (the machine is shared; timings are noisy, hence medians).
 """
 import argparse
@@ -110,13 +115,17 @@ def main():
             finally:
                 undo()
         # (label, step, baseline label)
+        mc = remat_torch.min_cut_compile(model, inputs)
+        mc_label = "AOT min-cut (%d nodes again, %.1f%% FLOPs)" % (mc.remat_report["recomputed_nodes"],
+                                                                  100 * mc.remat_report["overhead"])
         methods = [("eager PyTorch", model, None),
                    ("AOT default partition", remat_torch.store_all_compile(model, inputs), None),
-                   ("AOT min-cut partitioner", remat_torch.min_cut_compile(model, inputs), "AOT default partition"),
+                   (mc_label, mc, "AOT default partition"),
                    ("checkpoint every block", checkpointed, "eager PyTorch")]
         peaks = {m[0]: peak_of(m[1], params, inputs) for m in methods}
         failed = []
-        for label, peer in (("min-cut", "AOT min-cut partitioner"), ("checkpoint", "checkpoint every block")):
+        pairs = []          # (remat's label, the peer's label) at the peer's measured peak
+        for label, peer in (("min-cut", mc_label), ("checkpoint", "checkpoint every block")):
             try:
                 st = remat_torch.compile(model, inputs, budget=resident + peaks[peer], remat=a.remat)
             except RuntimeError as e:
@@ -124,21 +133,40 @@ def main():
                 continue
             lab = "remat at %s's peak (%s, %.1f%% FLOPs)" % (label, st.remat_report["chosen"],
                                                             100 * float(st.remat_report["overhead"] or 0))
+            if st.remat_report.get("rng_replays"):
+                lab = lab[:-1] + ", %d draws replayed)" % st.remat_report["rng_replays"]
             methods.append((lab, st, "AOT default partition"))
             peaks[lab] = peak_of(st, params, inputs)
+            pairs.append((lab, peer))
         times = {m[0]: [] for m in methods}
         for _ in range(a.steps):
             for label, st, _ in methods:
                 times[label].append(timed_step(st, params, inputs))
+        base_of = {label: base for label, _, base in methods}
+
+        def extras(label):
+            """Per round: the step's CPU time over its baseline's in the same round, less 1."""
+            return [c / cb - 1 for (_, c), (_, cb) in zip(times[label], times[base_of[label]])]
+
+        def summary(r, unit):
+            r = sorted(r)
+            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+            return "%+.1f%s [%+.1f, %+.1f]" % (100 * statistics.median(r), unit, 100 * q[0], 100 * q[2])
         for label, _, base in methods:
             cpu = statistics.median(c for _, c in times[label])
             wall = statistics.median(w for w, _ in times[label])
-            extra = ""
-            if base is not None:
-                r = sorted(c / cb - 1 for (_, c), (_, cb) in zip(times[label], times[base]))
-                q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
-                extra = "%+.1f%% [%+.1f, %+.1f]" % (100 * statistics.median(r), 100 * q[0], 100 * q[2])
+            extra = summary(extras(label), "%") if base is not None else ""
             print("%-9s %-44s %12d %8.3f %8.3f %20s" % (name, label, peaks[label], cpu, wall, extra))
+        for lab, peer in pairs:
+            # The Done-when comparison itself: remat's extra time less the peer's, round by round, in
+            # percentage points of each one's own baseline; below 0 with q3 below 0 is a win beyond noise.
+            d = [x - y for x, y in zip(extras(lab), extras(peer))]
+            r = sorted(d)
+            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+            verdict = ("remat costs less" if q[2] < 0 else "remat costs more" if q[0] > 0 else
+                       "within noise (the quartiles straddle 0)")
+            print("%-9s remat - %s at %s B vs %d B: extra time %s points: %s" %
+                  (name, peer.split(" (")[0], peaks[lab], peaks[peer], summary(d, ""), verdict))
         for f in failed:
             print("%-9s %s" % (name, f))
         sys.stdout.flush()

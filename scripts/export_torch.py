@@ -66,6 +66,17 @@ How it works (torch 1.13, CPU, training mode):
   dilated-convolution buffers) is measured, not guessed: each distinct
   convolution runs once more under torch.profiler (scripts/torch_workspace.py),
   at --threads threads, recorded in meta.
+* Reentrant torch.utils.checkpoint: the ops its block runs (under no_grad)
+  become one "checkpoint" op. Its saves are what CheckpointFunction saves
+  (the block's inputs); its workspace and bwd_workspace are measured (the
+  block's forward, and the backward step that reruns it and backpropagates
+  through it: scripts/torch_workspace.py); the CPU RNG state it keeps for
+  the rerun is a second output that lives until the backward has returned
+  (it is an attribute of the graph's node, not a saved tensor).
+* cat's backward (cat_tensors_backward in torch's FunctionsManual.cpp)
+  hands each input a narrow() view of the one output gradient, which so
+  lives until the last of them is freed: cat ops get `grad_views`
+  (graphs/README.md, "Gradient views").
 * Random ops (bernoulli_, native_dropout, rand*) are marked recomputable:
   torch.utils.checkpoint saves and restores the RNG state, so a replay
   recomputes the same mask (`--no-rng-replay` marks them not recomputable).
@@ -94,12 +105,7 @@ Limits: detach() is transparent, so remat assumes a gradient flows through
 it; an op whose outputs need no gradient although its inputs do (a
 comparison, argmax) still gets a backward step in remat's model; the loss's
 input gradient is materialized in remat's model, where PyTorch's sum/mean
-backward returns an expanded (0-byte) view; the backward of
-torch.utils.checkpoint reruns its block, which a store-all graph does not
-hold (its saved bytes are exact, its backward peak is not); cat's backward
-gives its inputs views of one gradient buffer that lives until the last is
-read, where remat gives each its own (squeezenet's Fire modules: the
-profiler's peak is 1.2% higher); non-reentrant
+backward returns an expanded (0-byte) view; non-reentrant
 checkpoint (use_reentrant=False) packs through its own hooks, which this
 recorder does not see.
 """
@@ -116,6 +122,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_setup import (FLOAT_DTYPES, cast_model, load_model, loss_of, make_inputs, make_target,  # noqa: F401
                          model_dtype, parse_kv, pick_output, rebuild)
 from torch_workspace import ConvWorkspace
+
+# Ops whose backward returns views of their output's gradient (torch 1.13,
+# tools/autograd/derivatives.yaml: cat -> cat_tensors_backward, narrow).
+GRAD_VIEW_OPS = {"cat"}
 
 from torch_recorder import (ABBR, DTYPE_NAMES, MATMUL, PARAM_VIEWS, RANDOM_OPS, SHAPE_ONLY,  # noqa: F401
                             VIEW_FREE, Op, Recorder, Tensor, flops_of, geometry, matmul_operands, numel,
@@ -184,6 +194,10 @@ def export(args):
     import torch.utils.checkpoint as ckpt
     plain_checkpoint = ckpt.checkpoint
 
+    plain_apply = ckpt.CheckpointFunction.apply
+    own_apply = vars(ckpt.CheckpointFunction).get("apply")  # normally inherited from Function
+    checkpoints, depth = [], [0]
+
     def watched_checkpoint(*a, **kw):
         # Non-reentrant checkpoint packs through hooks of its own: what it
         # saves never reaches ours. Say so rather than export too few saves.
@@ -191,7 +205,25 @@ def export(args):
             rec.warn("export_torch: warning: torch.utils.checkpoint(use_reentrant=False) saves through its own "
                      "hooks; what it saves is not in the graph (use_reentrant=True is recorded exactly)")
         return plain_checkpoint(*a, **kw)
+
+    def watched_apply(fn, preserve, *args):
+        # Reentrant checkpoint (however it was imported): the ops its block
+        # runs under no_grad become one op (collapse_checkpoints), measured
+        # once the trace is done.
+        rec.settle()
+        start = len(rec.ops)
+        depth[0] += 1
+        try:
+            out = plain_apply(fn, preserve, *args)
+        finally:
+            depth[0] -= 1
+        rec.settle()
+        # A checkpoint inside another is part of the outer block.
+        if isinstance(out, torch.Tensor) and len(rec.ops) > start and depth[0] == 0:
+            checkpoints.append((start, len(rec.ops), fn, args, preserve, out))
+        return out
     ckpt.checkpoint = watched_checkpoint
+    ckpt.CheckpointFunction.apply = staticmethod(watched_apply)
     try:
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack):
             with rec:
@@ -211,8 +243,13 @@ def export(args):
         rec.collect_saves()
     finally:
         ckpt.checkpoint = plain_checkpoint
+        if own_apply is None:
+            del ckpt.CheckpointFunction.apply
+        else:
+            ckpt.CheckpointFunction.apply = own_apply
         for h in hooks:
             h.remove()
+    collapse_checkpoints(rec, checkpoints, [p for p in model.parameters() if p.requires_grad])
     t_trace = time.perf_counter() - t1
     loss_tid = rec.resolve(loss)
     graph = build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype)
@@ -231,6 +268,71 @@ def export(args):
           (graph["name"], len(graph["ops"]), len(rec.ops), len(graph["inputs"]), len(graph["params"]), t_build,
            t_trace, t_ws), file=sys.stderr)
     return graph
+
+
+def collapse_checkpoints(rec, checkpoints, params):
+    """Each reentrant torch.utils.checkpoint call becomes one "checkpoint" op in place of the ops it ran.
+
+    CheckpointFunction.forward runs its block under no_grad and saves only the block's inputs; its
+    backward reruns the block with grad and backpropagates through it. So the block's activations exist
+    only transiently, in the forward and again during that one backward step: the op's workspace and
+    bwd_workspace, measured (torch_workspace.checkpoint_workspace). Its inputs are what the block reads
+    from outside, its saves what the Function saved, its flops the block's, its bwd_flops the rerun's
+    forward plus remat's default backward (3x). With preserve_rng_state (the default), the RNG state it
+    keeps is a second output, held to the end of the backward."""
+    rec.held_to_end = []
+    if not checkpoints:
+        return
+    from torch_workspace import checkpoint_workspace
+    spans = {c[0]: c for c in checkpoints}
+    ops, i = [], 0
+    while i < len(rec.ops):
+        c = spans.get(i)
+        if c is None:
+            op = rec.ops[i]
+            op.index = len(ops)
+            ops.append(op)
+            i += 1
+            continue
+        start, end, fn, args, preserve, out = c
+        inner = rec.ops[start:end]
+        made = {t for op in inner for t in op.outputs}
+        out_tid = rec.resolve(out)
+        if out_tid not in made:
+            rec.warn("export_torch: warning: a torch.utils.checkpoint block returns a tensor it did not make; "
+                     "its ops are kept as they ran")
+            for op in inner:
+                op.index = len(ops)
+                ops.append(op)
+            i = end
+            continue
+        k = Op(len(ops), "checkpoint%d" % rec.counter, "checkpoint")
+        rec.counter += 1
+        k.module = inner[0].module
+        k.inputs = list(dict.fromkeys(t for op in inner for t in op.inputs if t not in made))
+        k.outputs = [out_tid]
+        k.saves = list(dict.fromkeys(t for op in inner for t in op.saves if t not in made))
+        k.flops = sum(op.flops for op in inner)
+        k.node = next((op.node for op in inner if out_tid in op.outputs), None) or True
+        k.recomputable = all(op.recomputable for op in inner)
+        k.args = ("checkpoint", ())
+        k.call = None
+        k.synthetic = True
+        k.workspace, k.bwd_workspace = checkpoint_workspace(fn, list(args), params, preserve)
+        rec.tensors[out_tid].producer = k.index
+        if preserve:
+            # CheckpointFunction.forward keeps the CPU RNG state (ctx.fwd_cpu_state, a ByteTensor) for the
+            # rerun, on its node: not a saved tensor (the hooks never see it, and the backward does not
+            # release it), so it lives as long as the graph does, until loss.backward() has returned. A
+            # second output of the op, which build_graph has the last backward step read.
+            rng = "%s.rng_state" % k.oid
+            n = torch.get_rng_state().numel()
+            rec.tensors[rng] = Tensor(rng, n, "uint8", [n], producer=k.index)
+            k.outputs.append(rng)
+            rec.held_to_end.append(rng)
+        ops.append(k)
+        i = end
+    rec.ops = ops
 
 
 def measure_durations(rec, graph, model, x, loss_kind, seed, repeats):
@@ -298,6 +400,15 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
     # Alias chains must stay inside the graph: a view's base is among its
     # producer's inputs, so it is kept with it.
     kept = [op for op in ops if op.index in live]
+    # What the graph holds until the backward has returned (a checkpoint's RNG state): read by the
+    # backward step that runs last, that of the first op that reads a trainable param or an input
+    # that requires grad.
+    held = [t for t in getattr(rec, "held_to_end", []) if rec.tensors[t].producer in live]
+    last = next((op for op in kept if op.node is not None and any(
+        (rec.tensors[t].kind == "param" and not rec.tensors[t].frozen) or
+        (rec.tensors[t].kind == "input" and rec.tensors[t].requires_grad) for t in op.inputs)), None)
+    if held and last is not None:
+        last.saves = last.saves + [t for t in held if t not in last.saves]
     # A weight read by several ops (an RNN's weights at every time step, a
     # tied embedding) gets one gradient contribution per reader. PyTorch's
     # engine keeps the first (in backward order: the last reader's) as the
@@ -382,11 +493,17 @@ def build_graph(rec, loss_tid, args, shape, dtype, high, loss_kind, mdtype=None)
             d["bwd_flops"] = bw
         if accum.get(op.index):
             d["bwd_workspace"] = accum[op.index]
+        if op.workspace:     # measured by the recorder's caller (a checkpoint block)
+            d["workspace"] = op.workspace
+        if op.bwd_workspace:
+            d["bwd_workspace"] = d.get("bwd_workspace", 0) + op.bwd_workspace
         # An op without a grad_fn saved nothing (and gets no backward step
         # when nothing it reads needs a gradient).
         d["saves"] = op.saves if op.node is not None else []
         if not op.recomputable:
             d["recomputable"] = False
+        if op.name in GRAD_VIEW_OPS and op.node is not None and len(outs) == 1 and not outs[0].alias_of:
+            d["grad_views"] = True
         if op.module:
             d["attrs"] = {"module": op.module}
         out_ops.append(d)
@@ -440,6 +557,8 @@ def rec_bytes_of_root(rec, t):
 def bwd_flops(rec, op):
     if op.node is None:
         return None
+    if op.name == "checkpoint":
+        return 3 * op.flops  # the block's forward again, then its backward (remat's default, 2x)
     name, args = op.args
     pos = matmul_operands(name)
     if pos is None:

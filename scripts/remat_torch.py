@@ -13,7 +13,11 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    (format v1) by the exporter's rules (scripts/export_torch.py): one op per
    ATen node with its exact output bytes (shape x dtype) and FLOPs, views
    (t, view, detach, ...) as `alias_of` their input, views of a weight read
-   as the weight, random ops (dropout's bernoulli) not recomputable. An
+   as the weight, random ops (dropout's bernoulli) not recomputable unless
+   rng=True (the default of compile and graph_of): then each random op
+   reads the generator state saved just before it and is recomputable,
+   replaying that state (scripts/torch_rng.py, torch.utils.checkpoint's
+   preserve_rng_state). An
    op's `saves` are the forward values its backward reads: the joint graph's
    backward nodes show which forward values are read at all; each is given
    to the op whose ATen formula reads it (an input of most ops, the output of
@@ -54,7 +58,7 @@ functorch's min-cut partitioner and its default (save what the forward
 made) partitioner, through the same interpreter: the peers the bench
 compares with.
 """
-import bisect
+import copy
 import json
 import os
 import re
@@ -74,6 +78,8 @@ sys.path.insert(0, HERE)
 import export_torch as ex  # noqa: E402
 from torch_workspace import ConvWorkspace, NormWorkspace  # noqa: E402
 import torch_schedule  # noqa: E402
+import torch_rng  # noqa: E402
+from torch_measure import measured_peak, measured_peaks  # noqa: E402,F401  (re-exported)
 
 aten = torch.ops.aten
 WS = ConvWorkspace()
@@ -81,8 +87,7 @@ NORM_WS = NormWorkspace()
 VIEWS = ex.VIEW_FREE | {"detach", "alias", "expand", "view", "t", "transpose", "permute", "_reshape_alias",
                         "_unsafe_view", "squeeze", "unsqueeze", "slice", "select", "as_strided"}
 SAVES_OUTPUT = {"relu", "sigmoid", "tanh", "_softmax", "_log_softmax", "exp", "threshold", "elu", "hardsigmoid"}
-RANDOM = {"bernoulli", "native_dropout", "rand_like", "randn_like", "rand", "randn", "randint", "normal",
-          "uniform", "randperm", "multinomial", "bernoulli_"}
+RANDOM = torch_rng.RANDOM
 
 
 def _default_remat():
@@ -367,6 +372,11 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
         for o in outputs:
             if o not in first["saves"] and kinds.get(o) is None:
                 first["saves"].append(o)
+    # Nor may a plan free the loss and rebuild it for that last step: the caller's reference keeps its
+    # storage (a 0-dim mse_loss result holds the whole per-element buffer) from the forward to the end.
+    for o in outputs:
+        if o in producer and kinds.get(o) is None:
+            producer[o]["recomputable"] = False
     graph = {"format": "remat-graph", "version": 1, "name": graph_name,
              "meta": {"exporter": "scripts/remat_torch.py", "source": "AOTAutograd joint graph (torch %s)" %
                       torch.__version__},
@@ -610,79 +620,8 @@ def parse_bytes(b):
     return int(float(m.group(1)) * UNITS[m.group(2) or ""])
 
 
-def measured_peaks(prof):
-    """(step peak, activation peak) of a profiled step: the peak of the allocator's running sum, and the
-    peak of the same sum less the parameter gradients the backward graph has returned (marked by the
-    runner when MARK_RETURNED is set), each from the allocation that made it: the latest allocation of
-    its size before its mark that no free of that size undoes (allocator events carry no address). That is remat's activation peak
-    (activations, recomputed activations, activation gradients, workspace) as PyTorch's allocator sees
-    it, up to the backward graph's end (after it autograd only moves the gradients into .grad)."""
-    evs = list(prof.profiler.kineto_results.events())
-    mem = sorted(((e.start_us(), e.nbytes()) for e in evs if e.name() == "[memory]"), key=lambda x: x[0])
-    marks, end = [], None
-    for e in evs:
-        if e.name().startswith("remat_torch:returned:"):
-            _, _, ptr, nb = e.name().split(":")
-            marks.append((e.start_us(), int(ptr), int(nb)))
-        elif e.name() == "remat_torch:backward_end":
-            end = e.start_us()
-    times = [t for t, _ in mem]
-    grad_at = {}                 # memory event index -> gradient bytes it allocated
-    seen = set()
-    for t, ptr, nb in sorted(marks):
-        if ptr in seen:
-            continue
-        seen.add(ptr)
-        k = bisect.bisect_right(times, t) - 1
-        freed = 0                # frees of this size after k: the allocations they undo were temporaries
-        while k >= 0:
-            if mem[k][1] == -nb:
-                freed += 1
-            elif mem[k][1] == nb and k not in grad_at:
-                if not freed:
-                    break
-                freed -= 1
-            k -= 1
-        grad_at[max(k, 0)] = grad_at.get(max(k, 0), 0) + nb
-    cur = peak = grads = act = 0
-    for k, (t, nb) in enumerate(mem):
-        cur += nb
-        grads += grad_at.get(k, 0)
-        peak = max(peak, cur)
-        if end is None or t <= end:
-            act = max(act, cur - grads)
-    return peak, act
-
-
-def measured_peak(step, model, example_inputs):
-    """One training step of `step` under the profiler: the peak bytes it allocates beyond what existed. The
-    model's gradients, buffers (batch-norm statistics) and the RNG state are restored afterwards."""
-    from torch.profiler import profile, ProfilerActivity
-    grads = [(p, p.grad) for p in model.parameters()]
-    bufs = [(b, b.detach().clone()) for b in model.buffers()]
-    state = torch.get_rng_state()
-    for p, _ in grads:
-        p.grad = None
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        out = step(*example_inputs)
-        (out if out.dim() == 0 else out.sum()).backward()
-        del out
-    cur = peak = 0
-    evs = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    for e in sorted(evs, key=lambda e: e.start_us()):
-        cur += e.nbytes()
-        peak = max(peak, cur)
-    for p, g in grads:
-        p.grad = g
-    with torch.no_grad():
-        for b, v in bufs:
-            b.copy_(v)
-    torch.set_rng_state(state)
-    return peak
-
-
 def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
-            budget_option="--budget", calibrate=0, schedule="auto"):
+            budget_option="--budget", calibrate=0, schedule="auto", rng=True):
     """A module whose training step recomputes what remat's plan under `budget` says.
 
     budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
@@ -690,16 +629,19 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     calibrate=N: measure one step (measured_peak); while params and inputs plus the measured peak exceed
     the budget, plan again (at most N times) under the budget less the excess. remat_report["calibration"]
     lists each round's planned budget and measured peak.
+    rng=True: random ops are recomputable, replaying the generator state saved at their draw (torch_rng);
+    False: they are kept, as functorch's partitioners keep them.
     """
     if not calibrate:
-        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule)
+        return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule,
+                        rng)
     target = parse_bytes(budget)
     planned = target
     rounds = []
     step = None
     for _ in range(calibrate + 1):
         step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option,
-                        schedule)
+                        schedule, rng)
         peak = measured_peak(step, model, example_inputs)
         total = step.remat_report["resident_bytes"] + peak
         rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
@@ -710,7 +652,7 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     return step
 
 
-def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule):
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule, rng):
     remat = remat or _default_remat()
     n_params, frozen = _param_info(model)
     report = {}
@@ -719,11 +661,38 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
     def partition(joint, joint_inputs):
         graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
                                         real=_real_primals(model, example_inputs))
-        gpath = os.path.join(workdir, "graph.json")
-        with open(gpath, "w") as f:
-            json.dump(graph, f)
-        plan, rep = choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report,
-                                schedules=schedule != "never")
+        # Two graphs when the model draws random numbers: its draws kept, and its draws recomputable
+        # under saved generator states (torch_rng), which cost their bytes even where a plan never
+        # recomputes the draw. remat plans both; the plan with less extra FLOPs wins, the kept draws
+        # on a tie (so a budget that needs no recomputation gets store-all, with no states).
+        variants = [("draws kept", joint, graph, node_of)]
+        if rng and any(torch_rng.is_random(n) for n in joint.graph.nodes):
+            j2 = copy.deepcopy(joint)
+            by_name = {n.name: t for n, t in node_of.items()}
+            t2 = {n: by_name[n.name] for n in j2.graph.nodes if n.name in by_name}
+            variants.append(("draws replayed", j2, torch_rng.add_states(j2, copy.deepcopy(graph), t2), t2))
+        best, commands, errors = None, [], []
+        for k, (label, j, g, t) in enumerate(variants):
+            gpath = os.path.join(workdir, "graph.json" if k == 0 else "graph-rng.json")
+            with open(gpath, "w") as f:
+                json.dump(g, f)
+            sub, pdir = {}, os.path.join(workdir, "rng") if k else workdir
+            os.makedirs(pdir, exist_ok=True)
+            try:
+                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, strategies, sub,
+                                        schedules=schedule != "never")
+            except RuntimeError as e:
+                errors.append(e)
+                continue
+            finally:
+                commands += [dict(c, graph=label) for c in sub.get("commands", [])]
+            if best is None or rep["flops"]["recompute"] < best[5]["flops"]["recompute"]:
+                best = (label, j, g, t, plan, rep, sub, gpath)
+        report["commands"] = commands
+        if best is None:
+            raise errors[-1]
+        label, joint, graph, node_of, plan, rep, sub, gpath = best
+        report.update(command=sub["command"], plan=sub["plan"], random_ops=label)
         keep = set(plan["keep"])
         report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
         report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],
@@ -741,12 +710,14 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
         else:
             saved = saved_values_for(joint, keep, node_of, graph)
             fw, bw = _extract_fwd_bwd_modules(joint, saved)
+            torch_rng.mark_replays(bw)
             fwd_names = {n.name for n in split_joint(joint)[0]}
             recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
             report["graphs"] = "keep set"
             report["recomputed_nodes"] = len(recomputed)
             report["saved_values"] = len(saved)
             sink_recomputation(bw, recomputed)
+        report["rng_replays"] = torch_rng.replays(fw, bw)
         if verbose:
             print("remat_torch: %s\nremat_torch: plan %s keeps %d of %d activations, replayed peak %s B, "
                   "%d forward nodes recomputed in backward" %
@@ -760,14 +731,16 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
     return Compiled(model, compiled, report)
 
 
-def graph_of(model, example_inputs):
-    """The remat graph of the model's joint graph (no plan): for store-all figures and budgets."""
+def graph_of(model, example_inputs, rng=True):
+    """The remat graph of the model's joint graph (no plan): for store-all figures and budgets (rng: as
+    compile's)."""
     n_params, frozen = _param_info(model)
     box = {}
 
     def partition(joint, joint_inputs):
-        box["graph"] = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
-                                      real=_real_primals(model, example_inputs))[0]
+        g, tid = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
+                                real=_real_primals(model, example_inputs))
+        box["graph"] = torch_rng.add_states(joint, g, tid) if rng else g
         return default_partition(joint, joint_inputs)
 
     _warm(_aot(model, partition), example_inputs)
@@ -775,10 +748,24 @@ def graph_of(model, example_inputs):
 
 
 def min_cut_compile(model, example_inputs):
-    """functorch's min-cut rematerialization partitioner, through the same interpreter."""
-    c = _aot(model, min_cut_rematerialization_partition)
+    """functorch's min-cut rematerialization partitioner, through the same interpreter. remat_report counts
+    the forward nodes its backward graph recomputes ("recomputed_nodes") and their FLOPs by the remat
+    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports)."""
+    n_params, frozen = _param_info(model)
+    report = {"partitioner": "min_cut_rematerialization_partition"}
+
+    def partition(joint, joint_inputs):
+        graph = joint_to_graph(joint, n_params, frozen, real=_real_primals(model, example_inputs))[0]
+        fwd_names = {n.name for n in split_joint(joint)[0]}
+        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs)
+        flops = {d["id"]: (d.get("flops", 0), d.get("bwd_flops", 2 * d.get("flops", 0))) for d in graph["ops"]}
+        again = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        report.update(recomputed_nodes=len(again), recompute_flops=sum(flops.get(x, (0, 0))[0] for x in again))
+        report["overhead"] = report["recompute_flops"] / max(1, sum(f + b for f, b in flops.values()))
+        return fw, bw
+    c = _aot(model, partition)
     _warm(c, example_inputs)
-    return Compiled(model, c, {"partitioner": "min_cut_rematerialization_partition"})
+    return Compiled(model, c, report)
 
 
 def store_all_compile(model, example_inputs):

@@ -18,7 +18,11 @@ equal and the peak ratio is within 1%). Exits 1 if any export or check
 fails or a row is not ok. `make bench BENCH=resnet50` (the PyTorch section) runs the `issue` set (the
 eight torchvision models the exporter was first tried on, three segmentation
 models, nn.LSTM, nn.TransformerEncoder and the bundled GPT and U-Net);
-`--set all` adds every other torchvision classification model.
+`--set all` (`make bench BENCH=fidelity`) adds every other torchvision
+classification and segmentation model. googlenet and inception_v3 are built
+with aux_logits=False (the loss reads only the main output, and autograd's
+hooks would count what the unread auxiliary heads save), inception_v3 at
+96x96 and maxvit_t at 224x224 (the smallest sizes they accept).
 """
 import argparse
 import json
@@ -38,6 +42,8 @@ ISSUE = ["squeezenet1_0", "densenet121", "mobilenet_v3_small", "efficientnet_b0"
          "fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large",
          "scripts/models.py:lstm", "scripts/models.py:transformer_encoder", "scripts/models.py:gpt",
          "scripts/models.py:unet"]
+SEGMENTATION = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50", "deeplabv3_resnet101",
+                "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
 CHECK = ["mobilenet_v3_small", "lraspp_mobilenet_v3_large", "scripts/models.py:lstm",
          "scripts/models.py:transformer_encoder"]
 
@@ -60,16 +66,27 @@ def all_classification():
     return out
 
 
+# Inputs some models need beyond --size: a minimum size, or windows that
+# must tile it (maxvit_t's 7x7 partitions at every stage: 224).
+MIN_SIZE = {"inception_v3": 96, "maxvit_t": 224}
+
+
 def export_cmd(model, batch, size):
     spec = model if ":" in model else "torchvision:" + model
-    cmd = [sys.executable, os.path.join(HERE, "export_torch.py"), spec, "--batch", str(batch)]
     name = model.split(":")[-1]
+    size = max(size, MIN_SIZE.get(name, 0))
+    cmd = [sys.executable, os.path.join(HERE, "export_torch.py"), spec, "--batch", str(batch)]
     if ":" not in model:
         cmd += ["--size", str(size)]
         if name.startswith("vit_"):
             cmd += ["--arg", "image_size=%d" % size]
     if name == "densenet121":
         cmd += ["--arg", "memory_efficient=true"]  # torch.utils.checkpoint inside each dense layer
+    if name in ("googlenet", "inception_v3"):
+        # Their auxiliary classifiers run in training mode but no loss reads
+        # them (the exporter's loss takes the main output): autograd's hooks
+        # would count what those dead branches save.
+        cmd += ["--arg", "aux_logits=false"]
     return cmd, name
 
 
@@ -87,7 +104,7 @@ def main():
     import step_peak
     torch.set_num_threads(1)
     models = a.models or {"issue": ISSUE, "check": CHECK}.get(a.set) or ISSUE + [
-        m for m in all_classification() if m not in ISSUE]
+        m for m in all_classification() + SEGMENTATION if m not in ISSUE]
     tmp = tempfile.mkdtemp(prefix="remat-fidelity-")
     print("%-30s %5s %12s %12s %12s %12s %8s  %s" % ("model (batch %d, %dx%d)" % (a.batch, a.size, a.size), "ops",
                                                     "saved remat", "saved torch", "peak remat", "peak torch",

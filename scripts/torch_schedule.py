@@ -32,14 +32,20 @@ instance, the one remat's schedule has live at the reading instruction:
 
 Which instance a gradient node reads is a matter of memory only: every copy
 computes the same bits from the same inputs (recomputable ops are
-deterministic on CPU; random ops are never recomputed), so the gradients
+deterministic on CPU; a random op's copy made for a RECOMPUTE replays the
+generator state saved at its FWD, scripts/torch_rng.py), so the gradients
 equal eager PyTorch's whatever the assignment.
 """
 import collections
+import os
+import sys
 
 import torch.fx as fx
 from functorch._src.partitioners import (_extract_fwd_bwd_outputs, _extract_graph_with_inputs_outputs, _is_primal,
                                          _is_tangent)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_rng  # noqa: E402
 
 
 def intervals(schedule, graph):
@@ -129,8 +135,9 @@ class Owners:
 class _Builder:
     """Copies joint-graph forward nodes into a new graph, one copy per (node, instance)."""
 
-    def __init__(self, graph, tid, iv, base, limit=None):
+    def __init__(self, graph, tid, iv, base, limit=None, fwd_at=()):
         self.g, self.tid, self.iv, self.limit = graph, tid, iv, limit
+        self.fwd_at = set(fwd_at)   # instructions that are FWD (a copy made for any other recomputes)
         self.base = base        # joint node -> node of the new graph standing for it (placeholders)
         self.memo = {}
         self.copies = 0
@@ -173,6 +180,8 @@ class _Builder:
         def arg(a):
             return self.value(a, ctx)
         node = self.g.node_copy(n, arg)
+        if c not in self.fwd_at:
+            torch_rng.as_replay(node)    # a random op's recomputation replays its saved generator state
         self.memo[key] = node
         self.copies += 1
         if self.tid.get(n) is None and not _getitem(n):
@@ -218,7 +227,8 @@ def build(joint, graph, tid, schedule):
         ph = fg.placeholder(p.name)
         ph.meta = p.meta
         fbase[p] = ph
-    fb = _Builder(fg, tid, iv, fbase, limit=first_bwd)
+    fb = _Builder(fg, tid, iv, fbase, limit=first_bwd,
+                  fwd_at=[i for i, ins in enumerate(schedule[:first_bwd]) if ins.startswith("FWD ")])
     fb.first_bwd = first_bwd
     for i, ins in enumerate(schedule[:first_bwd]):
         kind, _, name = ins.partition(" ")

@@ -104,3 +104,73 @@ class NormWorkspace:
                 g, xs, w, rms, rvs, mean, invstd, training, eps, mask))
         self.cache[key] = (0, bwd)
         return self.cache[key]
+
+
+def _peak_until(prof, marker=None):
+    """The allocator's running-sum peak over a profile, up to the first record_function named marker."""
+    evs = list(prof.profiler.kineto_results.events())
+    end = None
+    if marker is not None:
+        end = min((e.start_us() for e in evs if e.name() == marker), default=None)
+    cur = peak = 0
+    for e in sorted((e for e in evs if e.name() == "[memory]"), key=lambda e: e.start_us()):
+        if end is not None and e.start_us() > end:
+            break
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    return peak
+
+
+def _storage_bytes(ts):
+    seen = {}
+    for t in ts:
+        if isinstance(t, torch.Tensor):
+            s = t._storage() if hasattr(t, "_storage") else t.storage()._untyped()
+            seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+def checkpoint_workspace(fn, args, params, preserve_rng_state=True):
+    """(workspace, bwd_workspace) of one reentrant torch.utils.checkpoint(fn, *args) call, measured.
+
+    Forward: fn runs under no_grad (as CheckpointFunction.forward runs it); the workspace is the peak less
+    the output. Backward: CheckpointFunction.backward reruns fn with grad and backpropagates through it;
+    the peak until its input gradients reach their leaves (a hook marks it, before AccumulateGrad would
+    copy a non-contiguous one), less what remat allocates itself at that step: the input gradients and
+    the gradients of the params fn reads (params: every trainable param the model has, so fn's own get
+    theirs; the others stay None). The RNG state and the params' .grad are restored afterwards."""
+    import torch.utils.checkpoint as ckpt
+    state = torch.get_rng_state()
+    saved_grads = [p.grad for p in params]
+    try:
+        with torch.no_grad():
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+                out = fn(*args)
+            fwd = max(0, _peak_until(prof) - _storage_bytes([out]))
+            del out
+        det = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+        wanted = [a for a in det if isinstance(a, torch.Tensor) and a.requires_grad]
+        for p in params:
+            p.grad = None
+        out = ckpt.checkpoint(fn, *det, use_reentrant=True, preserve_rng_state=preserve_rng_state)
+        g = torch.ones_like(out)
+        arrived = []
+
+        def mark(grad):
+            arrived.append(grad)
+            if len(arrived) == 1:
+                with torch.profiler.record_function("remat:checkpoint_inputs_done"):
+                    pass
+        hooks = [a.register_hook(mark) for a in wanted]
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            out.backward(g)
+        for h in hooks:
+            h.remove()
+        peak = _peak_until(prof, "remat:checkpoint_inputs_done" if wanted else None)
+        new = _storage_bytes(arrived) + _storage_bytes([p.grad for p in params if p.grad is not None])
+        bwd = max(0, peak - new)
+    finally:
+        for p, gr in zip(params, saved_grads):
+            p.grad = gr
+        torch.set_rng_state(state)
+    return fwd, bwd

@@ -319,6 +319,66 @@ START_TEST(dtr_should_never_evict_what_cannot_be_recomputed)
 }
 END_TEST
 
+/* A held non-recomputable output goes once nothing can rebuild from it,
+ * not at the end of the step. The loss is saved by the first op (as
+ * scripts/remat_torch.py writes a joint graph: the caller holds the loss
+ * while backward runs), so it is read by the last backward step; every op
+ * upstream of it, the dropout d included, is its ancestor. The only tensor
+ * rebuilt from d is m (read by BWD m, and by BWD p's rebuild of p earlier):
+ * after BWD m nothing reads d, directly or to rebuild something, whatever
+ * DTR evicts, because the loss itself (the caller's) is never evicted. By
+ * hand: FREE d lies between BWD m and BWD d, ahead of BWD h (the last). */
+START_TEST(dtr_should_free_a_held_output_once_nothing_can_rebuild_from_it)
+{
+    static const char *json =
+        "{\"format\": \"remat-graph\", \"version\": 1, \"name\": \"drop_loss\","
+        " \"inputs\": [{\"id\": \"x\", \"bytes\": 100}], \"params\": [{\"id\": \"w\", \"bytes\": 100}],"
+        " \"ops\": ["
+        "  {\"id\": \"h\", \"op\": \"f\", \"inputs\": [\"x\", \"w\"], \"bytes\": 100, \"flops\": 10,"
+        "   \"saves\": [\"x\", \"w\", \"loss\"]},"
+        "  {\"id\": \"d\", \"op\": \"dropout\", \"inputs\": [\"h\"], \"bytes\": 100, \"flops\": 1,"
+        "   \"recomputable\": false, \"saves\": []},"
+        "  {\"id\": \"m\", \"op\": \"relu\", \"inputs\": [\"d\"], \"bytes\": 200, \"flops\": 1, \"saves\": [\"m\"]},"
+        "  {\"id\": \"p\", \"op\": \"f\", \"inputs\": [\"m\"], \"bytes\": 300, \"flops\": 50},"
+        "  {\"id\": \"q\", \"op\": \"f\", \"inputs\": [\"p\"], \"bytes\": 300, \"flops\": 50},"
+        "  {\"id\": \"r\", \"op\": \"f\", \"inputs\": [\"q\"], \"bytes\": 300, \"flops\": 50},"
+        "  {\"id\": \"loss\", \"op\": \"sum\", \"inputs\": [\"r\"], \"bytes\": 4, \"flops\": 1, \"saves\": []}],"
+        " \"outputs\": [\"loss\"]}";
+    remat_graph *g;
+    remat_analysis *a = t_analyze(json, &g);
+    uint64_t sa;
+    store_all_figures(a, REMAT_BUDGET_ACTIVATION, &sa);
+    ck_assert_uint_eq(sa, 1404);
+    unsigned held = 0;
+    char buf[128];
+    for (uint64_t b = sa; b >= 1100; b -= 4)
+        for (size_t k = 0; k < sizeof scores / sizeof scores[0]; k++) {
+            remat_plan plan;
+            if (plan_and_check(a, REMAT_BUDGET_ACTIVATION, b, scores[k], NULL, &plan, NULL) != REMAT_OK)
+                continue;
+            if (strstr(plan.params_json, "\"fixed_outputs\": \"hold\"")) {
+                size_t free_d = SIZE_MAX, bwd_m = SIZE_MAX, bwd_d = SIZE_MAX;
+                for (size_t i = 0; i < plan.schedule.n; i++) {
+                    const char *t = remat_instr_text(g, plan.schedule.ins[i], buf, sizeof buf);
+                    if (strcmp(t, "FREE d") == 0)
+                        free_d = i;
+                    else if (strcmp(t, "BWD m") == 0)
+                        bwd_m = i;
+                    else if (strcmp(t, "BWD d") == 0)
+                        bwd_d = i;
+                }
+                ck_assert_msg(bwd_m < free_d && free_d < bwd_d, "budget %llu: FREE d at %zu, BWD m %zu, BWD d %zu",
+                              (unsigned long long)b, free_d, bwd_m, bwd_d);
+                held++;
+            }
+            remat_plan_destroy(&plan);
+        }
+    ck_assert_uint_gt(held, 0);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 /* ---- 2. Bundled graphs -------------------------------------------------- */
 
 START_TEST(dtr_should_fit_or_name_a_met_budget_on_every_bundled_graph)
@@ -690,6 +750,7 @@ Suite *dtr_suite(void)
     TCase *hand = tcase_create("hand");
     tcase_add_test(hand, dtr_should_evict_the_stalest_cheapest_tensor_by_hand);
     tcase_add_test(hand, dtr_should_never_evict_what_cannot_be_recomputed);
+    tcase_add_test(hand, dtr_should_free_a_held_output_once_nothing_can_rebuild_from_it);
     tcase_add_test(hand, dtr_should_refuse_an_unknown_score);
     tcase_add_test(hand, dtr_should_fail_cleanly_when_memory_runs_out);
     suite_add_tcase(s, hand);

@@ -540,6 +540,131 @@ START_TEST(exec_should_not_count_a_recomputed_base_whose_view_holds_the_storage)
 }
 END_TEST
 
+/* torch.cat's backward (grad_views): each input's gradient is a slice of the
+ * output's gradient, so it allocates nothing, and that gradient's storage
+ * lives until the last slice is freed (graphs/README.md, "Gradient
+ * views"). p1's bwd_workspace puts the peak where the held storage shows. */
+static const char *CATVIEWS =
+    "{\"format\":\"remat-graph\",\"version\":1,\"name\":\"catviews\","
+    "\"inputs\":[{\"id\":\"x\",\"bytes\":100}],\"params\":[{\"id\":\"w\",\"bytes\":10}],"
+    "\"ops\":["
+    "{\"id\":\"p1\",\"op\":\"conv\",\"inputs\":[\"x\",\"w\"],\"bytes\":300,\"flops\":10,\"bwd_workspace\":2000},"
+    "{\"id\":\"p2\",\"op\":\"conv\",\"inputs\":[\"x\",\"w\"],\"bytes\":500,\"flops\":10},"
+    "{\"id\":\"c\",\"op\":\"cat\",\"inputs\":[\"p1\",\"p2\"],\"bytes\":800,\"flops\":1,\"saves\":[],"
+    "\"grad_views\":true},"
+    "{\"id\":\"loss\",\"op\":\"sum\",\"inputs\":[\"c\"],\"bytes\":4,\"flops\":1,\"saves\":[]}],"
+    "\"outputs\":[\"loss\"]}";
+
+START_TEST(exec_should_hold_a_cat_gradient_until_its_last_slice_is_freed)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(CATVIEWS, &g);
+    remat_schedule s;
+    expect_policy(a, NULL, "FWD p1, FWD p2, FWD c, FREE p1, FREE p2, FWD loss, FREE c, FREE loss, BWD loss, BWD c, "
+                     "BWD p2, BWD p1, OPT", &s);
+    remat_replay_result r;
+    replay_valid(a, &s, NULL, &r);
+    /* Leaves x 100 + w 10 = 110.
+     *  #  instruction  allocates                   high-water  live after
+     *  0  FWD p1       +300                        410         410
+     *  1  FWD p2       +500                        910         910
+     *  2  FWD c        +800                        1710        1710
+     *  3  FREE p1                                  1710        1410
+     *  4  FREE p2                                  1410        910
+     *  5  FWD loss     +4                          914         914
+     *  6  FREE c                                   914         114
+     *  7  FREE loss                                114         110
+     *  8  BWD loss     +4 seed, +800 dc            914         910
+     *  9  BWD c        +0: dp1, dp2 slice dc       910         910 (dc held)
+     * 10  BWD p2       +10 dw                      920         920 (dp2 goes; dp1 holds dc)
+     * 11  BWD p1       +0, bwd_workspace 2000      2920        120 (dp1 goes, and dc with it)
+     * 12  OPT                                      120
+     * Peak 2920 at 11. Were dp1 and dp2 their own (no grad_views), BWD c
+     * would reach 1710 and free dc, BWD p2 free dp2: BWD p1 at 2420. */
+    ck_assert_uint_eq(r.peak_bytes, 2920);
+    ck_assert_uint_eq(r.peak_index, 11);
+    ck_assert_uint_eq(r.peak_by_category[REMAT_CAT_ACTIVATION_GRADS], 800);
+    ck_assert_uint_eq(r.category_peak[REMAT_CAT_ACTIVATION_GRADS], 804);
+    ck_assert_uint_eq(r.activation_peak, 2800);
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+    /* The same graph without the field: each input's gradient its own. */
+    static char plain[2048];
+    ck_assert_uint_lt(strlen(CATVIEWS), sizeof plain);
+    strcpy(plain, CATVIEWS);
+    char *at = strstr(plain, ",\"grad_views\":true");
+    ck_assert_ptr_nonnull(at);
+    memmove(at, at + strlen(",\"grad_views\":true"), strlen(at + strlen(",\"grad_views\":true")) + 1);
+    a = t_analyze(plain, &g);
+    expect_policy(a, NULL, "FWD p1, FWD p2, FWD c, FREE p1, FREE p2, FWD loss, FREE c, FREE loss, BWD loss, BWD c, "
+                     "BWD p2, BWD p1, OPT", &s);
+    replay_valid(a, &s, NULL, &r);
+    ck_assert_uint_eq(r.peak_bytes, 2420);
+    ck_assert_uint_eq(r.category_peak[REMAT_CAT_ACTIVATION_GRADS], 1600);
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* A write into a slice after cat's backward (q also reads p1, and its
+ * backward runs after cat's) is PyTorch's out-of-place accumulation: dp1
+ * gets its own 300 bytes and lets go of the slice; dc stays while dp2's
+ * slice holds it. */
+static const char *CATWRITE =
+    "{\"format\":\"remat-graph\",\"version\":1,\"name\":\"catwrite\","
+    "\"inputs\":[{\"id\":\"x\",\"bytes\":100}],\"params\":[{\"id\":\"w\",\"bytes\":10}],"
+    "\"ops\":["
+    "{\"id\":\"p1\",\"op\":\"conv\",\"inputs\":[\"x\",\"w\"],\"bytes\":300,\"flops\":10},"
+    "{\"id\":\"p2\",\"op\":\"conv\",\"inputs\":[\"x\",\"w\"],\"bytes\":500,\"flops\":10,\"bwd_workspace\":5000},"
+    "{\"id\":\"q\",\"op\":\"relu\",\"inputs\":[\"p1\"],\"bytes\":300,\"flops\":1,\"saves\":[\"q\"]},"
+    "{\"id\":\"c\",\"op\":\"cat\",\"inputs\":[\"p1\",\"p2\"],\"bytes\":800,\"flops\":1,\"saves\":[],"
+    "\"grad_views\":true},"
+    "{\"id\":\"loss\",\"op\":\"add\",\"inputs\":[\"c\",\"q\"],\"bytes\":4,\"flops\":1,\"saves\":[]}],"
+    "\"outputs\":[\"loss\"]}";
+
+START_TEST(exec_should_give_a_slice_its_own_gradient_when_written_again)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(CATWRITE, &g);
+    remat_schedule s;
+    expect_policy(a, NULL, "FWD p1, FWD p2, FWD q, FWD c, FREE p1, FREE p2, FWD loss, FREE c, FREE loss, BWD loss, "
+                     "BWD c, BWD q, FREE q, BWD p2, BWD p1, OPT", &s);
+    remat_replay_result r;
+    replay_valid(a, &s, NULL, &r);
+    /* Leaves 110.
+     *  #  instruction  allocates                    high-water  live after
+     *  0  FWD p1       +300                         410         410
+     *  1  FWD p2       +500                         910         910
+     *  2  FWD q        +300                         1210        1210
+     *  3  FWD c        +800                         2010        2010
+     *  4  FREE p1                                   2010        1710
+     *  5  FREE p2                                   1710        1210
+     *  6  FWD loss     +4                           1214        1214
+     *  7  FREE c                                    1214        414
+     *  8  FREE loss                                 414         410
+     *  9  BWD loss     +4 seed, +800 dc, +300 dq    1514        1510
+     * 10  BWD c        +0: dp1, dp2 slice dc        1510        1510
+     * 11  BWD q        +300: dp1 its own            1810        1510 (dq goes; dp2 holds dc)
+     * 12  FREE q                                    1510        1210
+     * 13  BWD p2       +10 dw, bwd_workspace 5000   6220        420 (dp2 goes, and dc with it)
+     * 14  BWD p1       +0                           420         120
+     * 15  OPT                                       120
+     * Activation grads at most dc + dp1 + dq = 1400 (at 11). */
+    ck_assert_uint_eq(r.peak_bytes, 6220);
+    ck_assert_uint_eq(r.peak_index, 13);
+    ck_assert_uint_eq(r.peak_by_category[REMAT_CAT_ACTIVATION_GRADS], 1100);
+    ck_assert_uint_eq(r.category_peak[REMAT_CAT_ACTIVATION_GRADS], 1400);
+    remat_replay_result_destroy(&r);
+    remat_schedule_destroy(&s);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -551,6 +676,8 @@ Suite *exec_suite(void)
     tcase_add_test(hand, exec_should_replay_multi_output_op_and_view_as_computed_by_hand);
     tcase_add_test(hand, exec_should_count_workspace_and_frozen_params_by_hand);
     tcase_add_test(hand, exec_should_not_count_a_recomputed_base_whose_view_holds_the_storage);
+    tcase_add_test(hand, exec_should_hold_a_cat_gradient_until_its_last_slice_is_freed);
+    tcase_add_test(hand, exec_should_give_a_slice_its_own_gradient_when_written_again);
     suite_add_tcase(s, hand);
     return s;
 }

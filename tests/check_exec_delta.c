@@ -5,18 +5,28 @@
  * On random graphs of the executor oracle's generator (views, multi-output
  * ops, workspaces, explicit saves, ops that cannot be recomputed, frozen
  * params), on generated layered DAGs, transformers, ResNets and chains, and
- * on bundled graphs, with and without resident extras: a random keep set's
- * schedule becomes the base, then random flips of one to three activations
- * (as auto's local search makes them), and mutated schedules (an
+ * on bundled graphs (unet-b2 with its cats' gradient views), with and without
+ * resident extras: a random keep set's schedule becomes the base, then
+ * random flips of one to three activations (as auto's local search makes
+ * them), and mutated schedules (an
  * instruction dropped, two swapped, one duplicated) that the replay may
  * reject. Each candidate's validity, peak, activation peak and extra FLOPs
  * from the delta replay must equal remat_replay's; some flips become the
  * new base. The shortcut must also be taken: on the generated families the
  * delta replay must do less work than replaying every candidate whole.
+ *
+ * Beside it, the two other incremental pieces of auto's local search, each
+ * against its whole computation: the incremental default policy
+ * (remat__policy_build from the last base, remat__policy_adopt of a flip)
+ * must give remat_schedule_from_keep's schedule instruction by instruction,
+ * or its error, on every keep set; and a new delta base that resumes from
+ * the old base's snapshots must leave the same marks (every step's
+ * high-water mark) as a base replayed from the start.
  */
 #include "test_util.h"
 #include "oracle.h"
 #include "exec/replay_cursor.h"
+#include "exec/builder.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +46,50 @@ static remat_analysis *load_json(const char *json, size_t len, remat_graph **g)
 typedef struct {
     unsigned evals, invalid, shortcut;
     uint64_t work, whole;
+    unsigned builds; /* incremental builds compared with the whole build */
 } tally;
+
+/* The incremental policy's schedule (or error) for keep equals the whole
+ * build's, s (st: the whole build's status). */
+static void compare_build(remat__policy *pol, const uint8_t *keep, const remat_schedule *s, remat_status st,
+                          remat_schedule *ps, const char *what, tally *tl)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat_status pst = remat__policy_build(pol, keep, ps, &err);
+    ck_assert_msg(pst == st, "%s: incremental build status %d, whole build %d (%s)", what, (int)pst, (int)st,
+                  err.msg);
+    tl->builds++;
+    if (st != REMAT_OK)
+        return;
+    ck_assert_msg(ps->n == s->n, "%s: incremental build has %zu instructions, the whole build %zu", what, ps->n,
+                  s->n);
+    for (size_t i = 0; i < s->n; i++)
+        ck_assert_msg(ps->ins[i].kind == s->ins[i].kind && ps->ins[i].arg == s->ins[i].arg,
+                      "%s: instruction %zu differs: %s %u, the whole build's %s %u", what, i,
+                      remat_instr_name(ps->ins[i].kind), ps->ins[i].arg, remat_instr_name(s->ins[i].kind),
+                      s->ins[i].arg);
+}
+
+/* d's base marks equal those of a fresh delta replay based on s. */
+static void compare_marks(const remat__delta *d, const remat_analysis *a, const remat_exec_extras *x,
+                          const remat_schedule *s, const char *what)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat__delta *fresh = NULL;
+    ck_assert_msg(remat__delta_create(a, x, &fresh, &err) == REMAT_OK, "%s", err.msg);
+    remat__delta_figures f;
+    ck_assert_msg(remat__delta_base(fresh, s, &f, &err) == REMAT_OK, "%s: %s", what, err.msg);
+    for (int act = 0; act < 2; act++) {
+        const uint64_t *m1 = remat__delta_marks(d, act), *m2 = remat__delta_marks(fresh, act);
+        ck_assert_msg((m1 == NULL) == (m2 == NULL), "%s: marks present in one base only", what);
+        for (size_t i = 0; m1 && i < s->n; i++)
+            ck_assert_msg(m1[i] == m2[i], "%s: %s mark at instruction %zu: %llu, a fresh base's %llu", what,
+                          act ? "activation" : "total", i, (unsigned long long)m1[i], (unsigned long long)m2[i]);
+    }
+    remat__delta_destroy(fresh);
+}
 
 /* The delta replay's figures for s equal the full replay's. */
 static void compare(remat__delta *d, const remat_analysis *a, const remat_exec_extras *x, const remat_schedule *s,
@@ -100,6 +153,10 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
     remat_err_init(&err);
     remat__delta *d = NULL;
     ck_assert_msg(remat__delta_create(a, x, &d, &err) == REMAT_OK, "%s", err.msg);
+    remat__policy *pol = NULL;
+    ck_assert_msg(remat__policy_create(a, &pol, &err) == REMAT_OK, "%s", err.msg);
+    remat_schedule ps;
+    remat_schedule_init(&ps);
     uint8_t *keep = calloc(g->n_tensors ? g->n_tensors : 1, 1);
     uint32_t *acts = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *acts);
     ck_assert(keep && acts);
@@ -124,13 +181,20 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
         remat_schedule_clear(&s);
         remat_err_init(&err);
         remat_status st = remat_schedule_from_keep(a, keep, &s, &err);
+        snprintf(label, sizeof label, "%s, step %d", what, k);
+        if (have_base) {
+            compare_build(pol, keep, &s, st, &ps, label, tl);
+        } else if (st == REMAT_OK) {
+            remat_err_init(&err);
+            ck_assert_msg(remat__policy_base(pol, keep, &ps, &err) == REMAT_OK, "%s: %s", label, err.msg);
+            compare_build(pol, keep, &s, st, &ps, label, tl); /* from itself: the whole schedule again */
+        }
         if (st == REMAT_EINFEASIBLE) {
             for (uint32_t c = nc; c-- > 0;)
                 keep[changed[c]] ^= 1;
             continue;
         }
         ck_assert_msg(st == REMAT_OK, "%s: %s", what, err.msg);
-        snprintf(label, sizeof label, "%s, step %d", what, k);
         if (!have_base) {
             compare(d, a, x, &s, 1, label, tl);
             have_base = 1;
@@ -145,6 +209,16 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
         if (oracle_rnd(seed, 4) == 0) { /* accepted: the new base */
             snprintf(label, sizeof label, "%s, step %d as the base", what, k);
             compare(d, a, x, &s, 1, label, tl);
+            if (oracle_rnd(seed, 2) == 0) /* the same base again, as the next search's start */
+                compare(d, a, x, &s, 1, label, tl);
+            compare_marks(d, a, x, &s, label);
+            /* The policy's base too: the flip just built, adopted (its
+             * next builds are checked), or now and then built whole. */
+            remat_err_init(&err);
+            if (oracle_rnd(seed, 4) == 0)
+                ck_assert_msg(remat__policy_base(pol, keep, &ps, &err) == REMAT_OK, "%s: %s", label, err.msg);
+            else
+                ck_assert_msg(remat__policy_adopt(pol, &ps, &err) == REMAT_OK, "%s: %s", label, err.msg);
         } else {
             for (uint32_t c = nc; c-- > 0;)
                 keep[changed[c]] ^= 1;
@@ -152,9 +226,11 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
     }
     remat_schedule_destroy(&s);
     remat_schedule_destroy(&m);
+    remat_schedule_destroy(&ps);
     free(keep);
     free(acts);
     remat__delta_destroy(d);
+    remat__policy_destroy(pol);
 }
 
 START_TEST(delta_should_equal_the_full_replay_on_random_graphs)
@@ -180,10 +256,12 @@ START_TEST(delta_should_equal_the_full_replay_on_random_graphs)
         remat_graph_destroy(g);
     }
     free(json);
-    printf("delta replay on random graphs (%d): %u candidates, %u invalid, %u by the shortcut\n", _i, tl.evals,
-           tl.invalid, tl.shortcut);
+    printf("delta replay on random graphs (%d): %u candidates, %u invalid, %u by the shortcut; %u incremental "
+           "builds equal to the whole\n",
+           _i, tl.evals, tl.invalid, tl.shortcut, tl.builds);
     ck_assert_uint_gt(tl.evals, 500);
     ck_assert_uint_gt(tl.invalid, 0);
+    ck_assert_uint_gt(tl.builds, 500);
 }
 END_TEST
 
@@ -214,7 +292,7 @@ START_TEST(delta_should_equal_the_full_replay_and_save_work_on_generated_familie
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
     }
-    static const char *const bundled[] = {"unet3", "resnet8", "transformer4", "gpt4-b4"};
+    static const char *const bundled[] = {"unet3", "resnet8", "transformer4", "gpt4-b4", "unet-b2"};
     for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
@@ -229,8 +307,9 @@ START_TEST(delta_should_equal_the_full_replay_and_save_work_on_generated_familie
         remat_graph_destroy(g);
     }
     printf("delta replay on generated and bundled graphs: %u candidates, %u by the shortcut, work %.3f of whole "
-           "replays\n",
-           tl.evals, tl.shortcut, (double)tl.work / (double)tl.whole);
+           "replays; %u incremental builds equal to the whole\n",
+           tl.evals, tl.shortcut, (double)tl.work / (double)tl.whole, tl.builds);
+    ck_assert_uint_gt(tl.builds, 500);
     ck_assert_uint_gt(tl.shortcut, tl.evals / 4);
     ck_assert_uint_lt(tl.work, tl.whole);
 }

@@ -150,6 +150,17 @@ START_TEST(load_should_reject_fields_of_the_wrong_type)
         {HDR X_IN ",'ops':[{'id':'y','op':'relu','inputs':['x'],'bytes':4,'flops':1,'recomputable':0}],"
                   "'outputs':['y']}",
          REMAT_EGRAPH, "t.json: ops[0].recomputable: must be true or false"},
+        {HDR X_IN ",'ops':[{'id':'y','op':'cat','inputs':['x'],'bytes':4,'flops':1,'grad_views':'yes'}],"
+                  "'outputs':['y']}",
+         REMAT_EGRAPH, "t.json: ops[0].grad_views: must be true or false"},
+        {HDR X_IN ",'ops':[{'id':'y','op':'relu','inputs':['x'],'bytes':4,'flops':1},"
+                  "{'id':'v','op':'view','inputs':['y'],'alias_of':'y','grad_views':true}],'outputs':['v']}",
+         REMAT_EGRAPH, "t.json: ops[1].grad_views: op 'v': grad_views needs an op with one output that is not a view "
+                       "(its output has alias_of)"},
+        {HDR X_IN ",'ops':[{'id':'s','op':'split','inputs':['x'],'flops':1,'grad_views':true,"
+                  "'outputs':[{'id':'a','bytes':2},{'id':'b','bytes':2}]}],'outputs':['a']}",
+         REMAT_EGRAPH, "t.json: ops[0].grad_views: op 's': grad_views needs an op with one output that is not a view "
+                       "(it has several outputs)"},
         {HDR X_IN ",'ops':[{'id':5,'op':'relu','inputs':['x'],'bytes':4,'flops':1}],'outputs':['y']}",
          REMAT_EGRAPH, "t.json: ops[0].id: must be a string"},
         {HDR X_IN ",'ops':[{'id':'y','op':['relu'],'inputs':['x'],'bytes':4,'flops':1}],'outputs':['y']}",
@@ -783,7 +794,8 @@ START_TEST(load_should_apply_documented_defaults)
                               "'params':[{'id':'w','bytes':8},{'id':'f','bytes':8,'frozen':true}],"
                               "'ops':[{'id':'y','op':'matmul','inputs':['x','w','q','f'],'bytes':4,'flops':21},"
                               "{'id':'z','op':'dropout','inputs':['y'],'bytes':4,'flops':3,'bwd_flops':5,"
-                              "'workspace':16,'bwd_workspace':32,'recomputable':false}],'outputs':['z']}");
+                              "'workspace':16,'bwd_workspace':32,'recomputable':false,'grad_views':true}],"
+                              "'outputs':['z']}");
     ck_assert_str_eq(g->name, "unnamed");
     ck_assert_ptr_null(g->meta_json);
     const remat_op *y = &g->ops[t_op(g, "y")], *z = &g->ops[t_op(g, "z")];
@@ -792,6 +804,8 @@ START_TEST(load_should_apply_documented_defaults)
     ck_assert_uint_eq(y->workspace, 0);
     ck_assert_uint_eq(y->bwd_workspace, 0);
     ck_assert(y->recomputable);
+    ck_assert(!y->grad_views);
+    ck_assert(z->grad_views);
     ck_assert_uint_eq(z->bwd_flops, 5);
     ck_assert_uint_eq(z->workspace, 16);
     ck_assert_uint_eq(z->bwd_workspace, 32);

@@ -1061,6 +1061,12 @@ START_TEST(train_should_refuse_graphs_it_cannot_execute)
         "\"shape\":[4]}],\"ops\":[{\"id\":\"l\",\"op\":\"sum\",\"inputs\":[\"w\"],\"bytes\":2,\"flops\":1}],"
         "\"outputs\":[\"l\"]}",
         REMAT_EUNSUPPORTED, "param 'w' has dtype 'bf16'");
+    refuses(
+        "{\"format\":\"remat-graph\",\"version\":1,\"params\":[{\"id\":\"w\",\"bytes\":32,\"dtype\":\"f64\","
+        "\"shape\":[4]}],\"ops\":[{\"id\":\"h\",\"op\":\"relu\",\"inputs\":[\"w\"],\"bytes\":32,\"dtype\":\"f64\","
+        "\"shape\":[4],\"flops\":4,\"saves\":[\"h\"],\"grad_views\":true},{\"id\":\"l\",\"op\":\"sum\","
+        "\"inputs\":[\"h\"],\"bytes\":8,\"dtype\":\"f64\",\"shape\":[],\"flops\":4,\"saves\":[]}],\"outputs\":[\"l\"]}",
+        REMAT_EGRAPH, "op 'h' (relu): grad_views is set, but this op's executable backward writes whole gradients");
     refuses_dsl("P:a[3,4] P:b[5,2] h=matmul(a,b)[3,2] l=sum(h)[]", REMAT_EGRAPH,
                 "op 'h' (matmul): inner dimensions differ: 'a' [3, 4] and 'b' [5, 2]");
     refuses_dsl("P:a[3,4] P:b[4,2] h=matmul(a,b)[3,3] l=sum(h)[]", REMAT_EGRAPH,

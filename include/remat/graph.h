@@ -64,6 +64,8 @@ typedef struct remat_op {
     uint64_t workspace;   /* transient bytes while the forward runs */
     uint64_t bwd_workspace;
     bool recomputable;    /* default true */
+    bool grad_views;      /* its backward hands each activation input a view of its output's gradient
+                           * (torch.cat's, stack's): graphs/README.md, "Gradient views"; default false */
     const char *attrs_json; /* the "attrs" object re-serialized, or NULL (read by remat/train.h's kernels) */
 } remat_op;
 

@@ -57,9 +57,22 @@ remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, rema
                 if (g->tensors[in[q]].kind == REMAT_TENSOR_ACTIVATION)
                     b->res[in[q]] = 2;
     }
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
+    remat__builder_reset(b, out);
     return REMAT_OK;
+}
+
+void remat__builder_reset(remat_builder *b, remat_schedule *out)
+{
+    const remat_graph *g = b->g;
+    b->out = out;
+    b->shadow = NULL;
+    b->ndiff = 0;
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
+        b->rem[t] = b->a->saver_off[t + 1] - b->a->saver_off[t];
+    }
+    memset(b->fwd_done, 0, g->n_ops ? g->n_ops : 1);
+    memset(b->pin, 0, g->n_tensors ? g->n_tensors : 1);
 }
 
 void remat__builder_destroy(remat_builder *b)
@@ -88,7 +101,7 @@ remat_status remat__builder_forward(remat_builder *b, uint32_t op)
     const remat_op *o = &b->g->ops[op];
     const uint32_t *out = remat_op_outputs(b->g, o);
     for (uint32_t i = 0; i < o->n_out; i++)
-        b->res[out[i]] = 1;
+        remat__builder_set_res(b, out[i], 1);
     return REMAT_OK;
 }
 
@@ -96,7 +109,7 @@ remat_status remat__builder_free(remat_builder *b, uint32_t t)
 {
     if (!b->res[t] || b->g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
         return REMAT_OK;
-    b->res[t] = 0;
+    remat__builder_set_res(b, t, 0);
     return emit(b, REMAT_I_FREE, t);
 }
 
@@ -149,7 +162,11 @@ remat_status remat__builder_ensure(remat_builder *b, const uint32_t *ts, uint32_
 {
     const remat_analysis *a = b->a;
     const remat_graph *g = b->g;
-    uint32_t sp = 0, n = 0, stamp = ++b->stamp;
+    if (++b->stamp == 0) { /* wrapped: no op may carry a current stamp */
+        memset(b->in_chain, 0, (g->n_ops ? g->n_ops : 1) * sizeof *b->in_chain);
+        b->stamp = 1;
+    }
+    uint32_t sp = 0, n = 0, stamp = b->stamp;
     for (uint32_t i = 0; i < n_ts; i++)
         if (!b->res[ts[i]])
             b->stack[sp++] = ts[i];

@@ -1,5 +1,6 @@
 /*
- * policy.c - the default policy: a keep set becomes a schedule.
+ * policy.c - the default policy: a keep set becomes a schedule, whole or
+ * (for a local search) as an edit of the schedule of a nearby keep set.
  *
  * Forward: every op once, in forward order; a tensor that is not kept (or
  * that nothing in backward needs) is freed right after its last forward use
@@ -17,11 +18,55 @@
  * segment boundary (Chen's sqrt(n)) would be freed before the segment that
  * is replayed from it. Outputs of ops that are not recomputable are always
  * kept.
+ *
+ * The incremental build (remat__policy_build, issue 20). The builder is a
+ * deterministic machine that, step by step, runs the step's op (a FWD, or a
+ * rebuild and a BWD) and then frees the step's bucket: the activations whose
+ * free step it is. A keep set enters it only through each activation's free
+ * step and pin (pinned: freed only by its bucket), and pins are read only in
+ * backward. So two keep sets whose (free step, pin) pairs differ only for
+ * tensors whose free steps lie in [s_lo, s_hi] give the same instructions
+ * up to step s_lo's op; and once both have passed s_hi, the rest depends
+ * only on the residency they reach (every FWD has run by then in both, the
+ * same saves are owed, the same pins held, the buckets are equal): at the
+ * first step boundary after s_hi where the residency equals the base's at
+ * the same boundary, the rest is the base's suffix. The candidate copies the
+ * base's prefix, rebuilds the builder's state by applying it, builds the
+ * window, and tracks the difference from the base's residency (advanced
+ * along the base's instructions: builder.h's shadow) to find the join.
+ * tests/check_exec_delta.c checks the result equals the whole build's,
+ * instruction by instruction, on thousands of flips.
  */
 #include "builder.h"
 #include "../util/util_internal.h"
 
 #include <string.h>
+
+struct remat__policy {
+    const remat_analysis *a;
+    remat_builder B;
+    int have_builder;
+    uint8_t *ekeep;      /* effective keep: kept, or not recomputable */
+    uint32_t *need_end, *off, *list; /* the buckets: off by step (n_steps + 1), list of activations */
+    uint32_t *fstep;     /* activation -> the step after which it is freed (UINT32_MAX: not an activation) */
+    uint8_t *fpin;       /* activation -> pinned from the start */
+    /* The base (remat__policy_base): its schedule, free steps and pins, and
+     * where each step's instructions start and its op's end. */
+    int have_base;
+    remat_schedule base;
+    uint32_t *bstep;
+    uint8_t *bpin;
+    size_t *pos_start, *pos_main; /* n_steps entries */
+    uint8_t *shadow;     /* the base's residency, advanced along its instructions */
+    /* The last incremental build, for remat__policy_adopt: its window
+     * [lo, join) with the positions it recorded there (cpos_*), and from
+     * join on the base's positions shifted by (cand_at - base_at). */
+    int last_ok;
+    uint32_t last_lo, last_join;
+    size_t cand_at, base_at;
+    size_t *cpos_start, *cpos_main;
+    uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
+};
 
 static void compute_need_end(const remat_analysis *a, const uint8_t *ekeep, uint32_t *need_end)
 {
@@ -53,76 +98,473 @@ static uint32_t free_step(const remat_analysis *a, const uint8_t *ekeep, const u
     return a->is_output[t] ? a->g->n_ops - 1 : remat__later_step(a->life[t].birth, a->life[t].last_fwd_use);
 }
 
-static remat_status run(remat_builder *B, const uint8_t *ekeep, uint32_t *need_end, uint32_t *off, uint32_t *list)
+/* keep's free steps, pins and buckets. */
+static void prepare(remat__policy *P, const uint8_t *keep)
 {
-    const remat_analysis *a = B->a;
-    const remat_graph *g = B->g;
-    remat_status st;
-    compute_need_end(a, ekeep, need_end);
+    const remat_analysis *a = P->a;
+    const remat_graph *g = a->g;
+    P->last_ok = 0; /* fstep and fpin are about to change */
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        const remat_tensor *T = &g->tensors[t];
+        P->ekeep[t] = T->kind == REMAT_TENSOR_ACTIVATION && (!keep || keep[t] || !g->ops[T->producer].recomputable);
+    }
+    compute_need_end(a, P->ekeep, P->need_end);
     /* Bucket every activation by the step after which it is freed. */
-    memset(off, 0, ((size_t)a->n_steps + 1) * sizeof *off);
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION)
-            off[free_step(a, ekeep, need_end, t) + 1]++;
+    memset(P->off, 0, ((size_t)a->n_steps + 1) * sizeof *P->off);
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        P->fstep[t] = UINT32_MAX;
+        P->fpin[t] = 0;
+        if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+            continue;
+        P->fstep[t] = free_step(a, P->ekeep, P->need_end, t);
+        P->fpin[t] = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
+        P->off[P->fstep[t] + 1]++;
+    }
     for (uint32_t s = 0; s < a->n_steps; s++)
-        off[s + 1] += off[s];
+        P->off[s + 1] += P->off[s];
     for (uint32_t t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].kind == REMAT_TENSOR_ACTIVATION)
-            list[off[free_step(a, ekeep, need_end, t)]++] = t;
+        if (P->fstep[t] != UINT32_MAX)
+            P->list[P->off[P->fstep[t]]++] = t;
     /* The fill advanced each bucket's start to the next one's: shift back. */
     for (uint32_t s = a->n_steps; s > 0; s--)
-        off[s] = off[s - 1];
-    off[0] = 0;
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        B->pin[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION && ekeep[t] && need_end[t] != REMAT_NONE;
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        if ((st = remat__builder_forward(B, a->order[i])) != REMAT_OK)
+        P->off[s] = P->off[s - 1];
+    P->off[0] = 0;
+}
+
+/* Step s's op: its FWD, or its rebuild and BWD. */
+static remat_status step_op(remat__policy *P, uint32_t s)
+{
+    const remat_analysis *a = P->a;
+    return s < a->g->n_ops ? remat__builder_forward(&P->B, a->order[s])
+                           : remat__builder_backward(&P->B, a->bwd_order[s - a->g->n_ops]);
+}
+
+/* Step s's bucket (a backward one unpins its tensors first). */
+static remat_status step_frees(remat__policy *P, uint32_t s)
+{
+    const int bwd = s >= P->a->g->n_ops;
+    for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++) {
+        if (bwd)
+            P->B.pin[P->list[i]] = 0;
+        remat_status st = remat__builder_free(&P->B, P->list[i]);
+        if (st != REMAT_OK)
             return st;
-        for (uint32_t j = off[i]; j < off[i + 1]; j++)
-            if ((st = remat__builder_free(B, list[j])) != REMAT_OK)
-                return st;
     }
-    for (uint32_t j = 0; j < a->n_bwd; j++) {
-        uint32_t s = g->n_ops + j;
-        if ((st = remat__builder_backward(B, a->bwd_order[j])) != REMAT_OK)
+    return REMAT_OK;
+}
+
+/* The whole build into out (the builder reset), recording each step's
+ * positions when pos_start is given. */
+static remat_status build_whole(remat__policy *P, remat_schedule *out, size_t *pos_start, size_t *pos_main)
+{
+    const remat_analysis *a = P->a;
+    const remat_graph *g = a->g;
+    remat_status st;
+    remat__builder_reset(&P->B, out);
+    memcpy(P->B.pin, P->fpin, g->n_tensors ? g->n_tensors : 1);
+    const uint32_t n_op_steps = g->n_ops + a->n_bwd;
+    for (uint32_t s = 0; s < n_op_steps; s++) {
+        if (pos_start)
+            pos_start[s] = out->n;
+        if ((st = step_op(P, s)) != REMAT_OK)
             return st;
-        for (uint32_t i = off[s]; i < off[s + 1]; i++) {
-            B->pin[list[i]] = 0;
-            if ((st = remat__builder_free(B, list[i])) != REMAT_OK)
-                return st;
+        if (pos_start)
+            pos_main[s] = out->n;
+        if ((st = step_frees(P, s)) != REMAT_OK)
+            return st;
+    }
+    if (pos_start)
+        pos_start[n_op_steps] = pos_main[n_op_steps] = out->n;
+    return remat__builder_opt(&P->B);
+}
+
+static void free_arrays(remat__policy *P)
+{
+    remat__free(P->ekeep);
+    remat__free(P->need_end);
+    remat__free(P->off);
+    remat__free(P->list);
+    remat__free(P->fstep);
+    remat__free(P->fpin);
+    remat__free(P->bstep);
+    remat__free(P->bpin);
+    remat__free(P->pos_start);
+    remat__free(P->pos_main);
+    remat__free(P->shadow);
+    remat__free(P->cpos_start);
+    remat__free(P->cpos_main);
+    remat__free(P->dmark);
+}
+
+remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)
+{
+    *out = NULL;
+    remat__policy *P = remat__calloc(1, sizeof *P);
+    if (!P)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    const remat_graph *g = a->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, ns = (size_t)a->n_steps + 1;
+    P->a = a;
+    remat_schedule_init(&P->base);
+    P->ekeep = remat__calloc(nt, 1);
+    P->need_end = remat__array(nt, sizeof *P->need_end);
+    P->off = remat__array(ns, sizeof *P->off);
+    P->list = remat__array(nt, sizeof *P->list);
+    P->fstep = remat__array(nt, sizeof *P->fstep);
+    P->fpin = remat__calloc(nt, 1);
+    if (!P->ekeep || !P->need_end || !P->off || !P->list || !P->fstep || !P->fpin) {
+        remat__policy_destroy(P);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    }
+    remat_status st = remat__builder_init(&P->B, a, NULL, err);
+    if (st != REMAT_OK) {
+        remat__policy_destroy(P);
+        return st;
+    }
+    P->have_builder = 1;
+    *out = P;
+    return REMAT_OK;
+}
+
+void remat__policy_destroy(remat__policy *P)
+{
+    if (!P)
+        return;
+    if (P->have_builder)
+        remat__builder_destroy(&P->B);
+    free_arrays(P);
+    remat_schedule_destroy(&P->base);
+    remat__free(P);
+}
+
+remat_status remat__policy_whole(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
+{
+    P->B.err = err;
+    prepare(P, keep);
+    return build_whole(P, out, NULL, NULL);
+}
+
+/* Appends n instructions to out (one copy, not n pushes). */
+static remat_status append(remat_schedule *out, const remat_instr *ins, size_t n, remat_err *err)
+{
+    if (n > SIZE_MAX / sizeof *ins - out->n)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    if (out->n + n > out->cap) {
+        size_t cap = out->cap ? out->cap : 64;
+        while (cap < out->n + n)
+            cap = cap > SIZE_MAX / sizeof *ins / 2 ? out->n + n : cap * 2;
+        remat_instr *p = remat__realloc(out->ins, cap * sizeof *p);
+        if (!p)
+            return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+        out->ins = p;
+        out->cap = cap;
+    }
+    if (n)
+        memcpy(out->ins + out->n, ins, n * sizeof *ins);
+    out->n += n;
+    return REMAT_OK;
+}
+
+remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = P->a->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1, ns = (size_t)P->a->n_steps;
+    P->have_base = 0;
+    P->B.err = err;
+    if (!P->bstep) {
+        P->bstep = remat__array(nt, sizeof *P->bstep);
+        P->bpin = remat__calloc(nt, 1);
+        P->shadow = remat__calloc(nt, 1);
+        P->pos_start = remat__array(ns, sizeof *P->pos_start);
+        P->pos_main = remat__array(ns, sizeof *P->pos_main);
+        P->cpos_start = remat__array(ns, sizeof *P->cpos_start);
+        P->cpos_main = remat__array(ns, sizeof *P->cpos_main);
+        P->dmark = remat__calloc(nt, sizeof *P->dmark);
+        if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
+            !P->dmark)
+            return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+    }
+    prepare(P, keep);
+    remat_schedule_clear(out);
+    remat_status st = build_whole(P, out, P->pos_start, P->pos_main);
+    if (st != REMAT_OK)
+        return st;
+    remat_schedule_clear(&P->base);
+    if ((st = append(&P->base, out->ins, out->n, err)) != REMAT_OK)
+        return st;
+    memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
+    memcpy(P->bpin, P->fpin, nt);
+    P->have_base = 1;
+    return REMAT_OK;
+}
+
+/* Applies base instruction in to the shadow residency (what the base's
+ * builder did to res there), counting against the candidate's. */
+static void shadow_apply(remat__policy *P, remat_instr in)
+{
+    const remat_graph *g = P->a->g;
+    remat_builder *B = &P->B;
+    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+        const remat_op *op = &g->ops[in.arg];
+        const uint32_t *out = remat_op_outputs(g, op);
+        for (uint32_t i = 0; i < op->n_out; i++) {
+            uint32_t t = out[i];
+            B->ndiff += (uint32_t)(B->res[t] != 1) - (uint32_t)(B->res[t] != P->shadow[t]);
+            P->shadow[t] = 1;
+        }
+    } else if (in.kind == REMAT_I_FREE) {
+        uint32_t t = in.arg;
+        B->ndiff += (uint32_t)(B->res[t] != 0) - (uint32_t)(B->res[t] != P->shadow[t]);
+        P->shadow[t] = 0;
+    }
+}
+
+
+/* The tensors base instruction in reads or changes the residency of (its
+ * inputs and outputs, its saves, or its tensor), into l1/l2. */
+static void instr_tensors(const remat_graph *g, const remat_instr *in, const uint32_t **l1, uint32_t *n1,
+                          const uint32_t **l2, uint32_t *n2)
+{
+    *n1 = *n2 = 0;
+    if (in->kind == REMAT_I_FWD || in->kind == REMAT_I_RECOMPUTE) {
+        *l1 = remat_op_inputs(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_in;
+        *l2 = remat_op_outputs(g, &g->ops[in->arg]);
+        *n2 = g->ops[in->arg].n_out;
+    } else if (in->kind == REMAT_I_BWD) {
+        *l1 = remat_op_saves(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_save;
+    } else if (in->kind == REMAT_I_FREE) {
+        *l1 = &in->arg;
+        *n1 = 1;
+    }
+}
+
+/* Whether step s (the shadow at its start) would make the base's
+ * instructions: the builder's step reads the residency of the tensors its
+ * own instructions name (a rebuild walks from the saves through the inputs
+ * of the ops it recomputes; frees test what they free) and of its bucket,
+ * and the pins of some of them; when none of these differs from the base
+ * (residency against the shadow, free step and pin against the base's), it
+ * decides as the base did. */
+static int step_clean(const remat__policy *P, uint32_t s)
+{
+    const remat_graph *g = P->a->g;
+    const remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    for (size_t i = P->pos_start[s]; i < P->pos_start[s + 1]; i++) {
+        const uint32_t *l1 = NULL, *l2 = NULL;
+        uint32_t n1, n2;
+        instr_tensors(g, &ins[i], &l1, &n1, &l2, &n2);
+        for (uint32_t k = 0; k < n1 + n2; k++) {
+            uint32_t x = k < n1 ? l1[k] : l2[k - n1];
+            if (B->res[x] != P->shadow[x] || P->dmark[x] == P->depoch)
+                return 0;
         }
     }
-    return remat__builder_opt(B);
+    for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++) {
+        uint32_t x = P->list[i];
+        if (B->res[x] != P->shadow[x] || P->dmark[x] == P->depoch)
+            return 0;
+    }
+    return 1;
+}
+
+/* Step s as the base made it (step_clean said so): its instructions
+ * copied, their effects applied to the builder and the shadow alike. */
+static remat_status step_copy(remat__policy *P, uint32_t s, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = P->a->g;
+    remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    const size_t from = P->pos_start[s], to = P->pos_start[s + 1];
+    P->cpos_start[s] = out->n;
+    P->cpos_main[s] = out->n + (P->pos_main[s] - from);
+    remat_status st = append(out, ins + from, to - from, err);
+    if (st != REMAT_OK)
+        return st;
+    for (size_t i = from; i < to; i++) {
+        remat_instr in = ins[i];
+        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *o = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                remat__builder_set_res(B, o[j], 1);
+            B->fwd_done[in.arg] = 1;
+        } else if (in.kind == REMAT_I_FREE) {
+            remat__builder_set_res(B, in.arg, 0);
+        } else if (in.kind == REMAT_I_BWD) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *sv = remat_op_saves(g, op);
+            for (uint32_t j = 0; j < op->n_save; j++)
+                B->rem[sv[j]]--;
+        }
+        shadow_apply(P, in);
+    }
+    if (s >= g->n_ops)
+        for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++)
+            B->pin[P->list[i]] = 0;
+    return REMAT_OK;
+}
+
+remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
+{
+    if (!P->have_base)
+        return remat__policy_whole(P, keep, out, err);
+    const remat_analysis *a = P->a;
+    const remat_graph *g = a->g;
+    remat_builder *B = &P->B;
+    B->err = err;
+    prepare(P, keep);
+    /* The window: the free steps of the tensors whose (free step, pin)
+     * differ from the base's. */
+    uint32_t s_lo = UINT32_MAX, s_hi = 0;
+    if (++P->depoch == 0) {
+        memset(P->dmark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dmark);
+        P->depoch = 1;
+    }
+    for (uint32_t t = 0; t < g->n_tensors; t++) {
+        if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t])
+            continue;
+        P->dmark[t] = P->depoch;
+        uint32_t lo = P->fstep[t] < P->bstep[t] ? P->fstep[t] : P->bstep[t];
+        uint32_t hi = P->fstep[t] > P->bstep[t] ? P->fstep[t] : P->bstep[t];
+        s_lo = lo < s_lo ? lo : s_lo;
+        s_hi = hi > s_hi ? hi : s_hi;
+    }
+    remat_schedule_clear(out);
+    const remat_schedule *b = &P->base;
+    const uint32_t n_op_steps = g->n_ops + a->n_bwd;
+    remat_status st;
+    if (s_lo == UINT32_MAX) { /* the same free steps and pins: the same schedule */
+        if ((st = append(out, b->ins, b->n, err)) != REMAT_OK)
+            return st;
+        P->last_lo = P->last_join = 0;
+        P->cand_at = P->base_at = 0;
+        P->last_ok = 1;
+        return REMAT_OK;
+    }
+    /* The prefix, through step s_lo's op, and the builder's state there. */
+    const size_t pre = P->pos_main[s_lo];
+    st = append(out, b->ins, pre, err);
+    if (st != REMAT_OK)
+        return st;
+    remat__builder_reset(B, out);
+    for (size_t i = 0; i < pre; i++) {
+        remat_instr in = b->ins[i];
+        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *o = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                B->res[o[j]] = 1;
+            B->fwd_done[in.arg] = 1;
+        } else if (in.kind == REMAT_I_FREE) {
+            B->res[in.arg] = 0;
+        } else if (in.kind == REMAT_I_BWD) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *sv = remat_op_saves(g, op);
+            for (uint32_t j = 0; j < op->n_save; j++)
+                B->rem[sv[j]]--;
+        }
+    }
+    /* Pins: the candidate's, less those its backward buckets before s_lo
+     * released (the same tensors as the base's there). */
+    for (uint32_t t = 0; t < g->n_tensors; t++)
+        B->pin[t] = P->fpin[t] && !(P->fstep[t] >= g->n_ops && P->fstep[t] < s_lo);
+    memcpy(P->shadow, B->res, g->n_tensors ? g->n_tensors : 1);
+    B->shadow = P->shadow;
+    B->ndiff = 0;
+    size_t bi = pre; /* the base's instructions applied to the shadow */
+    P->last_lo = s_lo;
+    for (uint32_t s = s_lo; s < n_op_steps; s++) {
+        if (s > s_lo) {
+            for (; bi < P->pos_start[s]; bi++)
+                shadow_apply(P, b->ins[bi]);
+            if (step_clean(P, s)) {
+                if ((st = step_copy(P, s, out, err)) != REMAT_OK)
+                    break;
+                bi = P->pos_start[s + 1];
+                goto stepped;
+            }
+            P->cpos_start[s] = out->n;
+            if ((st = step_op(P, s)) != REMAT_OK)
+                break;
+            P->cpos_main[s] = out->n;
+        }
+        if ((st = step_frees(P, s)) != REMAT_OK)
+            break;
+    stepped:
+        if (s < s_hi || s + 1 >= n_op_steps)
+            continue;
+        /* Past the window: the join, where the residency is the base's. */
+        for (; bi < P->pos_start[s + 1]; bi++)
+            shadow_apply(P, b->ins[bi]);
+        if (B->ndiff == 0) {
+            B->shadow = NULL;
+            P->last_join = s + 1;
+            P->cand_at = out->n;
+            P->base_at = bi;
+            if ((st = append(out, b->ins + bi, b->n - bi, err)) != REMAT_OK)
+                return st;
+            P->last_ok = 1;
+            return REMAT_OK;
+        }
+    }
+    B->shadow = NULL;
+    if (st != REMAT_OK)
+        return st;
+    P->last_join = n_op_steps;
+    P->cpos_start[n_op_steps] = P->cpos_main[n_op_steps] = out->n;
+    P->cand_at = P->base_at = 0;
+    if ((st = remat__builder_opt(B)) != REMAT_OK)
+        return st;
+    P->last_ok = 1;
+    return REMAT_OK;
+}
+
+remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, remat_err *err)
+{
+    if (!P->have_base || !P->last_ok)
+        return remat_err_set(err, REMAT_EINTERNAL, "policy: nothing built to adopt");
+    const remat_graph *g = P->a->g;
+    const uint32_t n_op_steps = g->n_ops + P->a->n_bwd;
+    if (P->last_join > P->last_lo) {
+        for (uint32_t k = P->last_lo + 1; k < P->last_join; k++) {
+            P->pos_start[k] = P->cpos_start[k];
+            P->pos_main[k] = P->cpos_main[k];
+        }
+        if (P->last_join == n_op_steps) {
+            P->pos_start[n_op_steps] = P->pos_main[n_op_steps] = P->cpos_start[n_op_steps];
+        } else {
+            /* Modular: the shift may be negative, every result is a true position. */
+            for (uint32_t k = P->last_join; k <= n_op_steps; k++) {
+                P->pos_start[k] = P->pos_start[k] - P->base_at + P->cand_at;
+                P->pos_main[k] = P->pos_main[k] - P->base_at + P->cand_at;
+            }
+        }
+    }
+    remat_schedule_clear(&P->base);
+    remat_status st = append(&P->base, s->ins, s->n, err);
+    if (st != REMAT_OK) {
+        P->have_base = 0;
+        return st;
+    }
+    size_t nt = g->n_tensors ? g->n_tensors : 1;
+    memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
+    memcpy(P->bpin, P->fpin, nt);
+    P->last_ok = 0;
+    return REMAT_OK;
 }
 
 remat_status remat_schedule_from_keep(const remat_analysis *a, const uint8_t *keep, remat_schedule *out,
                                       remat_err *err)
 {
-    const remat_graph *g = a->g;
-    size_t nt = g->n_tensors ? g->n_tensors : 1;
-    remat_builder B;
-    remat_status st = remat__builder_init(&B, a, out, err);
+    remat__policy *P;
+    remat_status st = remat__policy_create(a, &P, err);
     if (st != REMAT_OK)
         return st;
-    uint8_t *ekeep = remat__calloc(nt, 1);
-    uint32_t *need_end = remat__array(nt, sizeof *need_end);
-    uint32_t *off = remat__array((size_t)a->n_steps + 1, sizeof *off);
-    uint32_t *list = remat__array(nt, sizeof *list);
-    if (!ekeep || !need_end || !off || !list) {
-        st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
-    } else {
-        for (uint32_t t = 0; t < g->n_tensors; t++) {
-            const remat_tensor *T = &g->tensors[t];
-            ekeep[t] = T->kind == REMAT_TENSOR_ACTIVATION &&
-                       (!keep || keep[t] || !g->ops[T->producer].recomputable);
-        }
-        st = run(&B, ekeep, need_end, off, list);
-    }
-    remat__free(ekeep);
-    remat__free(need_end);
-    remat__free(off);
-    remat__free(list);
-    remat__builder_destroy(&B);
+    st = remat__policy_whole(P, keep, out, err);
+    remat__policy_destroy(P);
     return st;
 }
 

@@ -15,6 +15,16 @@
  * first backward step that writes it (the loss's seed by the first backward
  * step) and freed right after its producer's backward step; parameter and
  * input gradients live to the end.
+ *
+ * Gradient views (an op with grad_views, torch.cat's backward): the
+ * gradient such an op writes into an activation input that has none yet is a
+ * slice of its output's gradient, so it allocates nothing, and the output's
+ * gradient storage stays (REMAT__GRAD_HELD) until the last of those slices is
+ * freed. Which input may get a slice is fixed per tensor (gview, from the
+ * backward order), so the state stays in the grad flags that the delta
+ * replay already copies. A later write into a slice is PyTorch's
+ * out-of-place accumulation: the gradient gets its own storage and lets go
+ * of the slice.
  */
 #include "remat/exec.h"
 #include "../util/util_internal.h"
@@ -167,7 +177,7 @@ remat_status remat__replay_step_end(replay *R, remat_instr in, uint64_t live_aft
     return REMAT_OK;
 }
 
-static remat_category grad_category(const remat_tensor *t)
+remat_category remat__grad_category(const remat_tensor *t)
 {
     return t->kind == REMAT_TENSOR_PARAM ? REMAT_CAT_PARAM_GRADS : REMAT_CAT_ACTIVATION_GRADS;
 }
@@ -269,10 +279,10 @@ static remat_status do_free(replay *R, remat_instr in)
 static remat_status alloc_grad(replay *R, uint32_t t)
 {
     const remat_tensor *T = &R->g->tensors[t];
-    R->grad[t] = 1;
-    if (remat__replay_alloc_bytes(R, grad_category(T), T->logical_bytes) != REMAT_OK)
+    R->grad[t] = REMAT__GRAD_OWN;
+    if (remat__replay_alloc_bytes(R, remat__grad_category(T), T->logical_bytes) != REMAT_OK)
         return R->err->code;
-    return remat__replay_notify_alloc(R, t, 1, grad_category(T), T->logical_bytes);
+    return remat__replay_notify_alloc(R, t, 1, remat__grad_category(T), T->logical_bytes);
 }
 
 static remat_status do_backward(replay *R, remat_instr in)
@@ -314,7 +324,7 @@ static remat_status do_backward(replay *R, remat_instr in)
     if (seed_now)
         for (uint32_t i = 0; i < g->n_outputs; i++) {
             uint32_t t = g->outputs[i];
-            if (a->grad_flows[t] && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes))
+            if (a->grad_flows[t] && remat__replay_step_add(R, remat__grad_category(&g->tensors[t]), g->tensors[t].logical_bytes))
                 return R->err->code;
         }
     /* Stamp each differentiable input once (mul(x, x) reads x twice). */
@@ -328,7 +338,10 @@ static remat_status do_backward(replay *R, remat_instr in)
          * second allocation. */
         if (seed_now && a->is_output[t])
             continue;
-        if (!R->grad[t] && remat__replay_step_add(R, grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
+        /* A slice costs nothing; a write into a slice makes the gradient
+         * its own storage. */
+        int fresh = R->grad[t] == REMAT__GRAD_VIEW || (!R->grad[t] && !remat__grad_slice_now(R, k, t, seed_now));
+        if (fresh && remat__replay_step_add(R, remat__grad_category(&g->tensors[t]), g->tensors[t].logical_bytes) != REMAT_OK)
             return R->err->code;
     }
     if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, op->bwd_workspace) != REMAT_OK)
@@ -339,14 +352,24 @@ static remat_status do_backward(replay *R, remat_instr in)
             if (a->grad_flows[g->outputs[i]] && alloc_grad(R, g->outputs[i]) != REMAT_OK)
                 return R->err->code;
     }
-    /* Write or accumulate each input's gradient: one contributor fewer. */
+    /* Write or accumulate each input's gradient: one contributor fewer.
+     * An input whose slice gives way to its own storage keeps its stamp
+     * until the slice is let go, after the step's mark. */
     for (uint32_t i = 0; i < op->n_in; i++) {
         uint32_t t = inp[i];
         if (R->stamp[t] != mark)
             continue;
         R->stamp[t] = 0;
-        if (!R->grad[t] && alloc_grad(R, t) != REMAT_OK)
-            return R->err->code;
+        if (R->grad[t] == REMAT__GRAD_VIEW) {
+            if (alloc_grad(R, t) != REMAT_OK)
+                return R->err->code;
+            R->stamp[t] = mark;
+        } else if (!R->grad[t]) {
+            if (remat__grad_slice_now(R, k, t, 0))
+                R->grad[t] = REMAT__GRAD_VIEW;
+            else if (alloc_grad(R, t) != REMAT_OK)
+                return R->err->code;
+        }
         R->pending[t]--;
     }
     if (!remat_u64_add(R->r->flops_backward, op->bwd_flops, &R->r->flops_backward))
@@ -355,23 +378,38 @@ static remat_status do_backward(replay *R, remat_instr in)
     /* The output gradients are released after on_step (numeric mode
      * counts them live at this step's mark), but they are not live after
      * the step: say so in live_after. */
-    uint64_t out_grads = 0;
-    for (uint32_t i = 0; i < op->n_out; i++)
-        if (R->grad[out[i]])
-            out_grads += g->tensors[out[i]].logical_bytes; /* each counted in R->total */
-    remat_status st = remat__replay_step_end(R, in, R->total - out_grads);
-    if (st != REMAT_OK)
-        return st;
-    /* The output gradients have been read: free those of activations. */
+    /* Decide what the step lets go of, flag it REMAT__GRAD_DYING, free it after
+     * the mark: the output gradients (read now) unless slices of them are
+     * live, the slices among them, and the bases that a slice let go of
+     * (here or by an input's out-of-place write) was the last to hold. */
+    uint64_t dying = 0;
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (R->stamp[inp[i]] == mark)
+            dying += remat__grad_mark_dying(R, R->gview[inp[i]]);
     for (uint32_t i = 0; i < op->n_out; i++) {
         uint32_t t = out[i];
-        if (!R->grad[t])
+        if (R->grad[t] == REMAT__GRAD_VIEW) {
+            R->grad[t] = REMAT__GRAD_NONE;
+            dying += remat__grad_mark_dying(R, R->gview[t]);
+        } else if (R->grad[t] == REMAT__GRAD_OWN) {
+            R->grad[t] = REMAT__GRAD_HELD;
+            dying += remat__grad_mark_dying(R, t);
+        }
+    }
+    remat_status st = remat__replay_step_end(R, in, R->total - dying); /* each counted in R->total */
+    if (st != REMAT_OK)
+        return st;
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        uint32_t t = inp[i];
+        if (R->stamp[t] != mark)
             continue;
-        R->grad[t] = 0;
-        remat__replay_free_bytes(R, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes);
-        if (remat__replay_notify_free(R, t, 1, REMAT_CAT_ACTIVATION_GRADS, g->tensors[t].logical_bytes) != REMAT_OK)
+        R->stamp[t] = 0;
+        if (remat__grad_free_dying(R, R->gview[t]) != REMAT_OK)
             return R->err->code;
     }
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (remat__grad_free_dying(R, out[i]) != REMAT_OK || remat__grad_free_dying(R, R->gview[out[i]]) != REMAT_OK)
+            return R->err->code;
     return REMAT_OK;
 }
 
@@ -433,6 +471,7 @@ static remat_status setup(replay *R)
     R->cnt = remat__array(nt, sizeof *R->cnt);
     R->pending = remat__array(nt, sizeof *R->pending);
     R->stamp = remat__array(nt, sizeof *R->stamp);
+    R->gview = remat__array(nt, sizeof *R->gview);
     R->r->recompute_counts = remat__array(no, sizeof *R->r->recompute_counts);
     const remat_sharding *sh = R->extras.sharding;
     if (sh) {
@@ -442,8 +481,9 @@ static remat_status setup(replay *R)
             return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
     }
     if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
-        !R->stamp || !R->r->recompute_counts)
+        !R->stamp || !R->gview || !R->r->recompute_counts)
         return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
+    remat__grad_find_slices(R);
     return REMAT_OK;
 }
 
@@ -458,6 +498,8 @@ static void teardown(replay *R)
     remat__free(R->cnt);
     remat__free(R->pending);
     remat__free(R->stamp);
+    remat__free(R->gview);
+    R->gview = NULL;
     remat__free(R->gathered);
     remat__free(R->reduced);
     R->gathered = R->reduced = NULL;
@@ -721,105 +763,6 @@ remat_status remat_replay_apply(remat_replay_cursor *c, remat_instr in, remat_er
         return remat_err_set(c->err, c->failed, "remat_replay_apply: the replay already failed at instruction %zu",
                              c->r->fail_index);
     return apply(c, in);
-}
-
-/* Byte sums of a cost saturate: the replay reports the overflow itself. */
-static uint64_t sat_add(uint64_t x, uint64_t y)
-{
-    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
-}
-
-uint64_t remat_replay_cost(remat_replay_cursor *c, remat_instr in, uint32_t mask)
-{
-    const remat_graph *g = c->g;
-    const remat_analysis *a = c->a;
-    uint64_t add = 0;
-    if (in.kind == REMAT_I_FREE)
-        return 0;
-    if (in.kind == REMAT_I_OPT)
-        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? c->extras.optimizer_workspace : 0;
-    const remat_sharding *sh = c->extras.sharding;
-    if (in.kind == REMAT_I_ALLGATHER)
-        return sh && sh->cfg.stage == 3 && in.arg < g->n_ops && (mask >> REMAT_CAT_GATHERED_PARAMS & 1u)
-                   ? sh->unit_elements[in.arg] * sh->cfg.elem_bytes
-                   : 0;
-    if (in.kind == REMAT_I_REDUCE_SCATTER)
-        return sh && sh->cfg.stage >= 2 && !c->partition && (mask >> REMAT_CAT_PARAM_GRADS & 1u)
-                   ? sh->grad_partition_bytes
-                   : 0;
-    if (in.kind > REMAT_I_OPT)
-        return 0;
-    if (in.arg >= g->n_ops)
-        return 0;
-    const remat_op *op = &g->ops[in.arg];
-    const uint32_t *out = remat_op_outputs(g, op);
-    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
-        /* do_forward's step_add calls, summed. */
-        remat_category cat = in.kind == REMAT_I_RECOMPUTE ? REMAT_CAT_RECOMPUTED : REMAT_CAT_ACTIVATIONS;
-        if (mask >> cat & 1u)
-            for (uint32_t i = 0; i < op->n_out; i++) {
-                uint32_t t = out[i];
-                if (!c->res[t] && g->tensors[t].storage == t && c->cnt[t] == 0)
-                    add = sat_add(add, g->tensors[t].bytes);
-            }
-        return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->workspace) : add;
-    }
-    if (in.kind != REMAT_I_BWD)
-        return 0;
-    /* do_backward's: the seed, the new input gradients, the workspace. */
-    int seed_now = !c->seeded;
-    if (seed_now)
-        for (uint32_t i = 0; i < g->n_outputs; i++) {
-            uint32_t t = g->outputs[i];
-            if (a->grad_flows[t] && (mask >> grad_category(&g->tensors[t]) & 1u))
-                add = sat_add(add, g->tensors[t].logical_bytes);
-        }
-    /* Stamps are 0 between steps (do_backward clears its own), and no
-     * instruction index + 1 is SIZE_MAX: this mark collides with none. */
-    const uint32_t *inp = remat_op_inputs(g, op);
-    for (uint32_t i = 0; i < op->n_in; i++) {
-        uint32_t t = inp[i];
-        if (!a->grad_flows[t] || c->stamp[t] == SIZE_MAX)
-            continue;
-        c->stamp[t] = SIZE_MAX;
-        if (seed_now && a->is_output[t])
-            continue;
-        if (!c->grad[t] && (mask >> grad_category(&g->tensors[t]) & 1u))
-            add = sat_add(add, g->tensors[t].logical_bytes);
-    }
-    for (uint32_t i = 0; i < op->n_in; i++)
-        if (c->stamp[inp[i]] == SIZE_MAX)
-            c->stamp[inp[i]] = 0;
-    return (mask >> REMAT_CAT_WORKSPACE & 1u) ? sat_add(add, op->bwd_workspace) : add;
-}
-
-uint64_t remat_replay_live(const remat_replay_cursor *c, uint32_t mask)
-{
-    mask &= REMAT_CAT_MASK_ALL;
-    if (mask == REMAT_CAT_MASK_ALL)
-        return c->total;
-    if (mask == REMAT_CAT_MASK_ACTIVATION)
-        return c->act_live;
-    uint64_t v = 0;
-    for (int k = 0; k < REMAT_CAT_COUNT; k++)
-        if (mask >> k & 1u)
-            v += c->live[k]; /* bounded by total */
-    return v;
-}
-
-void remat_replay_live_by_category(const remat_replay_cursor *c, uint64_t *by_category)
-{
-    memcpy(by_category, c->live, sizeof c->live);
-}
-
-int remat_replay_resident(const remat_replay_cursor *c, uint32_t tensor)
-{
-    return tensor < c->g->n_tensors && c->res[tensor];
-}
-
-const remat_replay_result *remat_replay_progress(const remat_replay_cursor *c)
-{
-    return c->r;
 }
 
 remat_status remat_replay_end(remat_replay_cursor *c, remat_replay_result *r, remat_err *err)

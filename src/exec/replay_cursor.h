@@ -28,7 +28,8 @@ struct remat_replay_cursor {
     remat_err local;
     uint8_t *res;       /* tensor resident */
     uint8_t *ever;      /* tensor was produced at least once */
-    uint8_t *grad;      /* gradient allocated */
+    uint8_t *grad;      /* gradient state: GRAD_NONE, GRAD_OWN, GRAD_VIEW, GRAD_HELD (replay.c) */
+    uint32_t *gview;    /* tensor -> the output whose gradient its own may be a view of, else REMAT_NONE */
     uint8_t *cat;       /* storage -> category of its live allocation */
     uint8_t *fwd_done, *bwd_done;
     uint32_t *cnt;      /* storage -> resident members */
@@ -92,6 +93,21 @@ remat_status remat__replay_check_gathered(remat_replay_cursor *R, remat_instr in
 remat_status remat__replay_collective(remat_replay_cursor *R, remat_instr in);
 remat_status remat__replay_sharded(const remat_analysis *a, const remat_schedule *s, const remat_exec_extras *extras,
                                    remat_replay_result *r, remat_err *err);
+
+/* replay_grad.c: gradient views (an op with grad_views). R->grad[t] is one
+ * of these; R->gview[t] the output whose gradient t's may be a slice of. */
+enum {
+    REMAT__GRAD_NONE = 0, /* no gradient */
+    REMAT__GRAD_OWN = 1,  /* its own storage (logical bytes) */
+    REMAT__GRAD_VIEW = 2, /* a slice of gview[t]'s gradient storage: no bytes of its own */
+    REMAT__GRAD_HELD = 3, /* read and done, but its storage is held by the slices of it still live */
+    REMAT__GRAD_DYING = 4 /* within a BWD step only: freed right after the step's mark */
+};
+remat_category remat__grad_category(const remat_tensor *t); /* replay.c */
+void remat__grad_find_slices(remat_replay_cursor *R);
+int remat__grad_slice_now(const remat_replay_cursor *R, uint32_t k, uint32_t t, int seed_now);
+uint64_t remat__grad_mark_dying(remat_replay_cursor *R, uint32_t u);
+remat_status remat__grad_free_dying(remat_replay_cursor *R, uint32_t u);
 
 /* ---- Delta replay (replay_delta.c) -------------------------------------
  *

@@ -79,6 +79,7 @@ struct remat__delta {
     remat_schedule base;
     int base_ok;             /* the base is valid and ends with OPT: its snapshots are usable */
     uint64_t base_flops;
+    remat__delta_figures base_fig; /* what remat__delta_base gave for it */
     snap s[SNAP_MAX];
     size_t n_snap, every;
     uint64_t *hw_total, *hw_act;
@@ -359,9 +360,48 @@ static remat_status build_touches(remat__delta *d, remat_err *err)
     return REMAT_OK;
 }
 
+/* The snapshot spacing for a base of n instructions with cap snapshots. */
+static size_t spacing(const remat__delta *d, size_t n, size_t cap)
+{
+    size_t every = (n + cap - 1) / cap;
+    if (every < SNAP_MIN_EVERY)
+        every = SNAP_MIN_EVERY;
+    if (every < 4 * snap_work(d))
+        every = 4 * snap_work(d);
+    return every;
+}
+
+/* How many snapshots of the old base a new base s may keep: those at or
+ * before the first instruction where s differs from it, when the spacing
+ * is the same (so a full replay of s would take them at the same places,
+ * from the same state). A local search's new base is the flip it kept,
+ * which differs from the old one only from the flip's window on. */
+static size_t reusable_snapshots(const remat__delta *d, const remat_schedule *s, size_t cap)
+{
+    if (!d->base_ok || d->n_snap == 0 || spacing(d, s->n, cap) != d->every)
+        return 0;
+    const remat_schedule *b = &d->base;
+    size_t n = s->n < b->n ? s->n : b->n, p = 0;
+    while (p < n && s->ins[p].kind == b->ins[p].kind && s->ins[p].arg == b->ins[p].arg)
+        p++;
+    size_t k = 0;
+    while (k < d->n_snap && d->s[k].at <= p)
+        k++;
+    return k;
+}
+
 remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__delta_figures *f, remat_err *err)
 {
     memset(f, 0, sizeof *f);
+    size_t cap = SNAP_MAX;
+    while (cap > 0 && !d->s[cap - 1].flags)
+        cap--;
+    const size_t keep_snaps = d->whole || !ends_with_opt(s) ? 0 : reusable_snapshots(d, s, cap);
+    if (keep_snaps > 0 && keep_snaps == d->n_snap && s->n == d->base.n &&
+        memcmp(s->ins, d->base.ins, s->n * sizeof *s->ins) == 0) {
+        *f = d->base_fig; /* the same base again (a search that starts where the last one ended) */
+        return REMAT_OK;
+    }
     d->base_ok = 0;
     d->n_snap = 0;
     remat_schedule_clear(&d->base);
@@ -379,35 +419,52 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
     memcpy(d->base.ins, s->ins, s->n * sizeof *s->ins);
     d->base.n = s->n;
     if (s->n > d->hw_cap) {
-        remat__free(d->hw_total);
-        remat__free(d->hw_act);
-        d->hw_total = remat__array(s->n, sizeof *d->hw_total);
-        d->hw_act = remat__array(s->n, sizeof *d->hw_act);
-        d->hw_cap = d->hw_total && d->hw_act ? s->n : 0;
-        if (!d->hw_cap)
+        /* Grown with room (a search's bases grow a little at a time), the
+         * marks before a resumed replay's start kept. */
+        size_t cap_hw = s->n + s->n / 4;
+        uint64_t *ht = cap_hw <= SIZE_MAX / sizeof *ht ? remat__realloc(d->hw_total, cap_hw * sizeof *ht) : NULL;
+        if (ht)
+            d->hw_total = ht;
+        uint64_t *ha = ht ? remat__realloc(d->hw_act, cap_hw * sizeof *ha) : NULL;
+        if (ha)
+            d->hw_act = ha;
+        if (!ht || !ha) {
+            d->hw_cap = 0; /* the next base starts over */
             return remat_err_set(err, REMAT_ENOMEM, "out of memory replaying");
+        }
+        d->hw_cap = cap_hw;
     }
-    if ((st = restart(d, err)) != REMAT_OK)
-        return st;
     remat_err_init(&d->local);
     const remat_graph *g = d->a->g;
-    for (size_t k = 0; k < d->no; k++)
-        d->pos_fwd[k] = d->pos_bwd[k] = SIZE_MAX;
-    size_t cap = SNAP_MAX;
-    while (cap > 0 && !d->s[cap - 1].flags)
-        cap--;
     /* Snapshots at least four copies' worth apart: a base then costs at
      * most a quarter more than a plain replay, and a candidate replays on
      * average half that spacing before its first edit. */
-    d->every = (s->n + cap - 1) / cap;
-    if (d->every < SNAP_MIN_EVERY)
-        d->every = SNAP_MIN_EVERY;
-    if (d->every < 4 * snap_work(d))
-        d->every = 4 * snap_work(d);
+    d->every = spacing(d, s->n, cap);
+    size_t from = 0;
+    if (keep_snaps > 0) {
+        /* Resume at the last snapshot kept (taken again there, as a full
+         * replay would): everything before it is the old base's. */
+        from = d->s[keep_snaps - 1].at;
+        restore(d, &d->s[keep_snaps - 1]);
+        d->n_snap = keep_snaps - 1;
+        for (size_t k = 0; k < d->no; k++) {
+            if (d->pos_fwd[k] != SIZE_MAX && d->pos_fwd[k] >= from)
+                d->pos_fwd[k] = SIZE_MAX;
+            if (d->pos_bwd[k] != SIZE_MAX && d->pos_bwd[k] >= from)
+                d->pos_bwd[k] = SIZE_MAX;
+        }
+    } else {
+        if ((st = restart(d, err)) != REMAT_OK)
+            return st;
+        for (size_t k = 0; k < d->no; k++)
+            d->pos_fwd[k] = d->pos_bwd[k] = SIZE_MAX;
+    }
     int bad = 0;
-    size_t next = 0;
-    f->work = s->n;
-    for (size_t i = 0; i < s->n && !bad; i++) {
+    size_t next = from;
+    /* The work of the whole replay it stands for (the instructions, and a
+     * copy per snapshot, counted below), however much of it was reused. */
+    f->work = s->n + (keep_snaps > 0 ? (keep_snaps - 1) * snap_work(d) : 0);
+    for (size_t i = from; i < s->n && !bad; i++) {
         remat_instr in = s->ins[i];
         if (i >= next && is_anchor(in) && d->n_snap < cap) {
             save(d, &d->s[d->n_snap++]);
@@ -451,6 +508,7 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
     if (st != REMAT_OK)
         return st;
     d->base_flops = f->flops_recompute;
+    d->base_fig = *f;
     d->base_ok = 1;
     return REMAT_OK;
 }

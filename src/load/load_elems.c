@@ -34,7 +34,7 @@ static const char *const leaf_keys[] = {"id", "bytes", "frozen", "requires_grad"
 static const char *const op_keys[] = {"id",           "op",       "inputs",    "bytes", "flops",
                                       "saves",        "outputs",  "alias_of",  "bwd_flops", "workspace",
                                       "bwd_workspace", "recomputable", "dtype", "shape", "attrs",
-                                      NULL};
+                                      "grad_views", NULL};
 static const char *const out_keys[] = {"id", "bytes", "alias_of", "dtype", "shape", NULL};
 
 /* ------------------------------------------------------------ messages */
@@ -649,8 +649,19 @@ int remat__load_op_refs(loader *L, const cJSON *e, uint32_t k, uint32_t *ti, uin
         !get_opt_u64(L, f.v[OP_BWD_FLOPS], "bwd_flops", path, &op->bwd_flops, &has_bwd) ||
         !get_opt_u64(L, f.v[OP_WORKSPACE], "workspace", path, &op->workspace, NULL) ||
         !get_opt_u64(L, f.v[OP_BWD_WORKSPACE], "bwd_workspace", path, &op->bwd_workspace, NULL) ||
-        !get_bool(L, f.v[OP_RECOMPUTABLE], "recomputable", path, &op->recomputable, true))
+        !get_bool(L, f.v[OP_RECOMPUTABLE], "recomputable", path, &op->recomputable, true) ||
+        !get_bool(L, f.v[OP_GRAD_VIEWS], "grad_views", path, &op->grad_views, false))
         return 0;
+    /* The views are slices of one output's gradient: an op with several
+     * outputs would have to say whose, and a view op's backward already
+     * hands its base the gradient itself. */
+    if (op->grad_views && (op->n_out != 1 || is_view)) {
+        char p[PATH_MAX_LEN], b[64];
+        snprintf(p, sizeof p, "%s.grad_views", path);
+        return fail(L, REMAT_EGRAPH, p, "op '%s': grad_views needs an op with one output that is not a view (%s)",
+                    short_id(op->id, b, sizeof b), op->n_out != 1 ? "it has several outputs" : "its output has alias_of"),
+               0;
+    }
     if (!has_flops && !is_view)
         return fail(L, REMAT_EGRAPH, path, "missing required field 'flops' (only views may omit it)"), 0;
     if (!has_bwd && !remat_u64_mul(op->flops, 2, &op->bwd_flops))

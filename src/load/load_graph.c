@@ -79,7 +79,7 @@ static uint64_t fingerprint(const remat_graph *g)
         h = remat__fnv1a(h, op->id, strlen(op->id) + 1);
         h = remat__fnv1a(h, op->type, strlen(op->type) + 1);
         uint64_t f[8] = {op->n_in, op->n_out, op->n_save, op->flops, op->bwd_flops, op->workspace, op->bwd_workspace,
-                         op->recomputable};
+                         (uint64_t)op->recomputable | (uint64_t)op->grad_views << 1};
         h = remat__fnv1a(h, f, sizeof f);
     }
     h = remat__fnv1a(h, g->refs, (size_t)g->n_refs * sizeof *g->refs);

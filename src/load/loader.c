@@ -361,7 +361,7 @@ int remat__graph_same(const remat_graph *a, const remat_graph *b, char *why, siz
         if (!str_same(x->id, y->id) || !str_same(x->type, y->type) || x->in_off != y->in_off || x->n_in != y->n_in ||
             x->out_off != y->out_off || x->n_out != y->n_out || x->save_off != y->save_off || x->n_save != y->n_save ||
             x->flops != y->flops || x->bwd_flops != y->bwd_flops || x->workspace != y->workspace ||
-            x->bwd_workspace != y->bwd_workspace || x->recomputable != y->recomputable ||
+            x->bwd_workspace != y->bwd_workspace || x->recomputable != y->recomputable || x->grad_views != y->grad_views ||
             !str_same(x->attrs_json, y->attrs_json))
             return DIFFER("op %u ('%.40s') differs", k, x->id);
         if (remat_graph_find_op(a, x->id) != k || remat_graph_find_op(b, y->id) != k)

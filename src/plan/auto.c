@@ -622,6 +622,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         st = run_exact(&S, &Q);
         Q.incumbent = NULL;
     }
+    remat__auto_search_release(&S.ls);
     P->evaluations += Q.evaluations;
     remat_schedule_destroy(&Q.scratch);
     if (fatal(st))

@@ -154,15 +154,17 @@ static void delta_judged(const remat_planner *Q, const remat__delta_figures *f, 
  * replay D from the current plan's schedule, which replays only the window
  * the flip changed. *work: what it cost, in replayed instructions (building
  * the schedule counts a third of its length, as before). */
-static remat_status flip_eval(remat_planner *Q, remat__delta *D, const uint8_t *keep, const remat_eval *cur,
-                              remat_eval *e, int *worse, uint64_t *work)
+static remat_status flip_eval(remat_planner *Q, remat__policy *pol, remat__delta *D, const uint8_t *keep,
+                              const remat_eval *cur, remat_eval *e, int *worse, uint64_t *work)
 {
     remat_err local;
     remat_err_init(&local);
     memset(e, 0, sizeof *e);
     *worse = 0;
-    remat_schedule_clear(&Q->scratch);
-    remat_status st = remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local);
+    /* The incremental build gives the whole build's schedule; its work
+     * still counts as the whole build's, so the search stops where it
+     * always did and the plan does not depend on how it was built. */
+    remat_status st = remat__policy_build(pol, keep, &Q->scratch, &local);
     *work = Q->scratch.n / 3;
     if (st == REMAT_EINFEASIBLE) {
         *worse = 1;
@@ -225,6 +227,56 @@ static void sort_by_flops(const remat_graph *g, uint32_t *order)
  * schedule does not already recompute adds that producer's recomputation,
  * so it never lowers the extra FLOPs, and the order judges fitting plans by
  * FLOPs first. Stops when S->work passes work_until. */
+struct remat__search_ctx {
+    remat__delta *D;     /* NULL in arena mode */
+    remat__policy *pol;
+    uint32_t *order;     /* tensor ids by their producer's FLOPs, the most first */
+    int have_base;       /* pol has a base (a search ran) */
+};
+
+void remat__auto_search_release(remat__search_stats *S)
+{
+    if (!S->ctx)
+        return;
+    remat__delta_destroy(S->ctx->D);
+    remat__policy_destroy(S->ctx->pol);
+    remat__free(S->ctx->order);
+    remat__free(S->ctx);
+    S->ctx = NULL;
+}
+
+/* S->ctx for Q, made on the first search. Every search of one auto run
+ * has the same graph, extras and budget mode (only the budget moves along
+ * the ladder), so one delta replay and one policy serve them all, and each
+ * search's first base is an edit of the last one's. */
+static remat_status search_ctx(remat_planner *Q, remat__search_stats *S)
+{
+    if (S->ctx)
+        return REMAT_OK;
+    const remat_graph *g = Q->a->g;
+    struct remat__search_ctx *c = remat__calloc(1, sizeof *c);
+    if (!c)
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    S->ctx = c;
+    /* Candidates by their producer's FLOPs, the most first: the flips
+     * that can save the most are tried while work remains. */
+    c->order = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *c->order);
+    if (!c->order)
+        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
+    sort_by_flops(g, c->order);
+    remat_err local;
+    remat_err_init(&local);
+    remat_status st;
+    /* Flips are judged by the delta replay from the current plan's
+     * schedule (logical mode; arena mode replays whole, see delta_judged). */
+    if (Q->o->budget_mode != REMAT_BUDGET_MODE_ARENA &&
+        (st = remat__delta_create(Q->a, &Q->o->extras, &c->D, &local)) != REMAT_OK)
+        return remat_err_set(Q->err, st, "auto: %s", local.msg);
+    if ((st = remat__policy_create(Q->a, &c->pol, &local)) != REMAT_OK)
+        return remat_err_set(Q->err, st, "auto: %s", local.msg);
+    return REMAT_OK;
+}
+
 remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eval *cur, uint32_t *flips,
                                       uint64_t work_until, remat__search_stats *S)
 {
@@ -232,6 +284,8 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
     remat_status st = REMAT_OK;
     int improved = 1;
     *flips = 0;
+    if ((st = search_ctx(Q, S)) != REMAT_OK)
+        return st;
     uint8_t *rec = remat__calloc(g->n_ops ? g->n_ops : 1, 1);
     uint64_t *tail = remat__calloc(g->n_ops ? g->n_ops : 1, sizeof *tail);
     if (!rec || !tail) {
@@ -239,27 +293,21 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
         remat__free(tail);
         return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
     }
-    /* Candidates by their producer's FLOPs, the most first: the flips
-     * that can save the most are tried while work remains. */
-    uint32_t *order = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *order);
-    if (!order) {
-        remat__free(rec);
-        remat__free(tail);
-        return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
-    }
-    sort_by_flops(g, order);
-    /* Flips are judged by the delta replay from the current plan's
-     * schedule (logical mode; arena mode replays whole, see delta_judged). */
-    remat__delta *D = NULL;
+    const uint32_t *order = S->ctx->order;
+    remat__delta *D = S->ctx->D;
+    remat__policy *pol = S->ctx->pol;
     remat__delta_figures df;
     remat_err local;
     remat_err_init(&local);
-    if (Q->o->budget_mode != REMAT_BUDGET_MODE_ARENA &&
-        (st = remat__delta_create(Q->a, &Q->o->extras, &D, &local)) != REMAT_OK)
-        st = remat_err_set(Q->err, st, "auto: %s", local.msg);
-    /* The current plan's recomputed ops and forward profile. */
-    remat_schedule_clear(&Q->scratch);
-    if (st == REMAT_OK && remat_schedule_from_keep(Q->a, keep, &Q->scratch, &local) == REMAT_OK) {
+    /* The current plan's recomputed ops and forward profile; its schedule
+     * is the incremental builds' base (built as an edit of the last
+     * search's base, which is the whole build's schedule all the same). */
+    remat_status bst = S->ctx->have_base ? remat__policy_build(pol, keep, &Q->scratch, &local)
+                                         : remat__policy_base(pol, keep, &Q->scratch, &local);
+    if (bst == REMAT_OK && S->ctx->have_base)
+        bst = remat__policy_adopt(pol, &Q->scratch, &local);
+    S->ctx->have_base = bst == REMAT_OK;
+    if (bst == REMAT_OK) {
         mark_recomputed(g, &Q->scratch, rec);
         if (D && (st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
             st = remat_err_set(Q->err, st, "auto: %s", local.msg);
@@ -293,7 +341,7 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
             remat_eval e;
             int worse = 0;
             uint64_t w = 0;
-            st = flip_eval(Q, D, keep, cur, &e, &worse, &w);
+            st = flip_eval(Q, pol, D, keep, cur, &e, &worse, &w);
             S->work += w;
             S->evals++;
             S->replays += !worse;
@@ -301,10 +349,13 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
                 *cur = e;
                 improved = 1;
                 (*flips)++;
+                /* The flip's schedule (in Q->scratch) becomes the base. */
+                if ((st = remat__policy_adopt(pol, &Q->scratch, &local)) != REMAT_OK)
+                    st = remat_err_set(Q->err, st, "auto: %s", local.msg);
                 mark_recomputed(g, &Q->scratch, rec);
                 /* The new base's replay is the one forward_tail made
                  * before (uncounted then); its snapshots are new work. */
-                if (D) {
+                if (D && st == REMAT_OK) {
                     if ((st = remat__delta_base(D, &Q->scratch, &df, &local)) != REMAT_OK)
                         st = remat_err_set(Q->err, st, "auto: %s", local.msg);
                     S->work += (df.work - Q->scratch.n) * 2 / 3;
@@ -317,9 +368,7 @@ remat_status remat__auto_local_search(remat_planner *Q, uint8_t *keep, remat_eva
         }
     }
 out:
-    remat__delta_destroy(D);
     remat__free(rec);
     remat__free(tail);
-    remat__free(order);
     return st;
 }

@@ -28,12 +28,20 @@
  * bytes): evicting it frees it and every resident view stored in it, since
  * freeing a base alone releases nothing while a view holds its bytes. It
  * must be rebuildable (its producer, and its views' producers, can be
- * recomputed), and nothing a pending instruction reads may be in it.
+ * recomputed), and nothing a pending instruction reads may be in it. The
+ * graph's outputs (the loss) are never evicted: the caller holds them, and
+ * rebuilding a 4-byte loss would replay the whole forward.
  *
  * need_end(t) is the last step that may read t: its last forward use, its
- * last backward use, and need_end of every output of a recomputable op that
- * reads t (rebuilding that output reads t). After that step t is banished:
- * it is never needed again and leaves the evicted neighbourhoods below.
+ * last backward use, and the last step at which an output o of a
+ * recomputable op reading t may have to be rebuilt (rebuilding o reads t):
+ * need_end(o) if o's storage may be evicted, else only the rebuilds of o's
+ * own consumers' outputs once o has been dropped (dtr_run.c). After that
+ * step t is banished: it is never needed again and leaves the evicted
+ * neighbourhoods below. (Counting need_end(o) for an o that is never
+ * evicted made every ancestor of the loss, which the first op's backward
+ * step reads, "needed" to the end of the step, so hold mode below kept
+ * every dropout's raw mask to the end.)
  *
  * Ops that cannot be recomputed. Their outputs ("fixed") are never evicted,
  * but a tensor rebuilt from one needs it resident. Two modes keep that safe:

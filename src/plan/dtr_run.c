@@ -30,9 +30,20 @@
 
 /* ------------------------------------------------------------ static tables */
 
-/* need_end, consumers first: rebuilding an output of a recomputable
- * consumer reads t, so t is needed as long as that output may be. */
-static void compute_need_end(remat_dtr_static *S)
+/* need_end, consumers first: rebuilding an output o of a recomputable
+ * consumer reads t, so t is needed as long as o may have to be rebuilt.
+ * That is rebuild_end(o): need_end(o) when o's storage may be evicted (it
+ * can go at any step and be read again up to its need_end); otherwise o is
+ * resident from its step to its last direct read, and is dropped (and may
+ * be rebuilt) only after that, for a rebuild of its own consumers'
+ * outputs: the latest rebuild_end of those. The difference matters for a
+ * tensor held to the end of the step (the loss, which the caller holds and
+ * which the earliest op's backward step reads): it is never evicted, so
+ * no rebuild of it reads its ancestors, which would otherwise all be
+ * "needed" to the end, and in hold mode every output of an op that cannot
+ * be recomputed upstream of it (a dropout's raw mask) would be kept to
+ * the end of the step, long after anything could rebuild from it. */
+static void compute_need_end(remat_dtr_static *S, uint32_t *rebuild_end)
 {
     const remat_analysis *a = S->a;
     const remat_graph *g = S->g;
@@ -41,15 +52,18 @@ static void compute_need_end(remat_dtr_static *S)
         const uint32_t *out = remat_op_outputs(g, op);
         for (uint32_t j = 0; j < op->n_out; j++) {
             uint32_t t = out[j], ne = remat__later_step(a->life[t].last_fwd_use, a->life[t].last_bwd_use);
+            uint32_t rb = UINT32_MAX; /* the latest rebuild of a consumer's output */
             for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
                 const remat_op *cop = &g->ops[a->cons[c]];
                 if (!cop->recomputable)
                     continue;
                 const uint32_t *cout = remat_op_outputs(g, cop);
                 for (uint32_t m = 0; m < cop->n_out; m++)
-                    ne = remat__later_step(ne, S->need_end[cout[m]]);
+                    rb = remat__later_step(rb, rebuild_end[cout[m]]);
             }
+            ne = remat__later_step(ne, rb);
             S->need_end[t] = remat__later_step(ne, i); /* never read: banished after its own step */
+            rebuild_end[t] = S->evictable[g->tensors[t].storage] ? S->need_end[t] : rb;
         }
     }
     for (uint32_t t = 0; t < g->n_tensors; t++)
@@ -80,6 +94,10 @@ static void compute_evictable(remat_dtr_static *S)
         S->cost[t] = act ? (double)g->ops[T->producer].flops : 0;
         S->evictable[t] = S->rebuildable[t] && T->storage == t && T->bytes > 0;
     }
+    /* The graph's outputs (the loss) are the caller's: never evicted, so
+     * nothing ever rebuilds them (compute_need_end). */
+    for (uint32_t k = 0; k < g->n_outputs; k++)
+        S->evictable[g->tensors[g->outputs[k]].storage] = 0;
     for (uint32_t t = 0; t < g->n_tensors; t++)
         S->view_off[t + 1] += S->view_off[t];
     for (uint32_t t = 0; t < g->n_tensors; t++) {
@@ -144,8 +162,12 @@ remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_o
     if (!S->need_end || !S->end_off || !S->end_list || !S->view_off || !S->views || !S->evictable ||
         !S->evictable_release || !S->rebuildable || !S->cost)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
-    compute_need_end(S);
+    uint32_t *rebuild_end = remat__array(nt, sizeof *rebuild_end);
+    if (!rebuild_end)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
     compute_evictable(S);
+    compute_need_end(S, rebuild_end);
+    remat__free(rebuild_end);
     return REMAT_OK;
 }
 

@@ -212,6 +212,37 @@ static void search_destroy(search *s)
     remat__free(s->pre);
 }
 
+/* Judges s->keep: *e from the replay of its schedule, or *worse = 1 when
+ * the schedule alone shows it cannot be preferred. Under a budget a plan
+ * that recomputes more FLOPs than a best that fits never wins (prefer is
+ * remat__better there), and the FLOPs of a schedule are the sum over its
+ * RECOMPUTE instructions: the replay, most of a judgement's cost, is
+ * skipped and the choice is the one the replay would have led to. The
+ * greedy's thresholds run from many cuts (fewer FLOPs, more memory) to few,
+ * so once one fits most later ones stop here (issue 20: chen-greedy was
+ * most of auto's time on mobilenet_v2-b2). */
+static remat_status judge_keep(search *s, remat_eval *e, int *worse)
+{
+    remat_planner *P = s->P;
+    *worse = 0;
+    if (P->o->budget_kind == REMAT_BUDGET_NONE || !s->have || !remat__fits(P, &s->best))
+        return remat__eval_keep(P, s->keep, e);
+    remat_err local;
+    remat_err_init(&local);
+    memset(e, 0, sizeof *e);
+    remat_schedule_clear(&P->scratch);
+    remat_status st = remat_schedule_from_keep(P->a, s->keep, &P->scratch, &local);
+    if (st == REMAT_EINFEASIBLE)
+        return REMAT_OK; /* e->valid = 0, as remat__eval_keep gives */
+    if (st != REMAT_OK)
+        return remat_err_set(P->err, st, "%s", local.msg);
+    if (remat__schedule_extra_flops(P->a->g, &P->scratch) > s->best.extra_flops) {
+        *worse = 1;
+        return REMAT_OK;
+    }
+    return remat__eval_schedule(P, &P->scratch, e);
+}
+
 /* Judges one choice of cuts under every keep rule the reading allows. */
 static remat_status try_cuts(search *s, const uint8_t *chosen, uint32_t n_cuts, uint32_t tag, uint64_t thr)
 {
@@ -229,10 +260,13 @@ static remat_status try_cuts(search *s, const uint8_t *chosen, uint32_t n_cuts, 
     for (int i = 0; i < nr; i++) {
         keep_from_cuts(s->P->a, s->c, chosen, rules[i], s->pre, s->keep);
         remat_eval e;
-        remat_status st = remat__eval_keep(s->P, s->keep, &e);
+        int worse = 0;
+        remat_status st = judge_keep(s, &e, &worse);
         if (st != REMAT_OK)
             return st;
         s->evaluated++;
+        if (worse)
+            continue;
         if (!s->have || prefer(s->P, &e, &s->best)) {
             s->best = e;
             s->have = 1;

@@ -666,6 +666,10 @@ remat_status remat__kprog_prepare(remat__kprog *p, const remat_analysis *a, rema
                 st = bad(&R, "output '%.80s' is a view (alias_of); only reshape, view, transpose and permute may be "
                              "views",
                          g->tensors[out[j]].id);
+        /* No executable op's backward slices its output gradient, and the
+         * engine's own gradient buffers (engine.c) are whole. */
+        if (st == REMAT_OK && op->grad_views)
+            st = bad(&R, "grad_views is set, but this op's executable backward writes whole gradients");
         if (st != REMAT_OK)
             break;
         switch (kind) {

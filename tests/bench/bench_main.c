@@ -341,6 +341,28 @@ static int bench_cli(const char *remat)
 
 /* ----------------------------------------------------------- resnet50 */
 
+/* Runs /usr/bin/python3 SCRIPT ARGS REMAT (ARGS: empty, or options ending
+ * in a space), or says why it is skipped; its exit status is the section's. */
+static int run_python(const char *section, const char *script, const char *args, const char *remat)
+{
+    static const char py[] = "/usr/bin/python3";
+    if (access(py, X_OK) != 0) {
+        printf("skipped: %s not found (apt-get install python3 python3-torch python3-torchvision)\n", py);
+        return 0;
+    }
+    char cmd[4096];
+    if ((size_t)snprintf(cmd, sizeof cmd, "%s %s %s'%s'", py, script, args, remat) >= sizeof cmd ||
+        strchr(remat, '\'') != NULL) {
+        fprintf(stderr, "bench %s: remat path too long or quoted: %s\n", section, remat);
+        return 1;
+    }
+    fflush(stdout);
+    int st = system(cmd);
+    if (st != 0)
+        fprintf(stderr, "bench %s: %s exited with status %d\n", section, cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return st != 0;
+}
+
 /* ResNet-50's figures come from scripts/bench_resnet50.py: the export needs
  * PyTorch, which the C core never links. It runs with Debian's python3
  * (/usr/bin/python3, where python3-torch installs); without torch the
@@ -349,22 +371,7 @@ static int bench_cli(const char *remat)
  * block checkpointing's peak needs less than half its extra FLOPs). */
 static int bench_resnet50(const char *remat)
 {
-    static const char py[] = "/usr/bin/python3";
-    if (access(py, X_OK) != 0) {
-        printf("skipped: %s not found (apt-get install python3 python3-torch python3-torchvision)\n", py);
-        return 0;
-    }
-    char cmd[4096];
-    if ((size_t)snprintf(cmd, sizeof cmd, "%s scripts/bench_resnet50.py '%s'", py, remat) >= sizeof cmd ||
-        strchr(remat, '\'') != NULL) {
-        fprintf(stderr, "bench resnet50: remat path too long or quoted: %s\n", remat);
-        return 1;
-    }
-    fflush(stdout);
-    int st = system(cmd);
-    if (st != 0)
-        fprintf(stderr, "bench resnet50: %s exited with status %d\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return st != 0;
+    return run_python("resnet50", "scripts/bench_resnet50.py", "", remat);
 }
 
 /* ----------------------------------------------------------- steptime */
@@ -375,22 +382,20 @@ static int bench_resnet50(const char *remat)
  * for real. A ratio, never a verdict on time. */
 static int bench_steptime(const char *remat)
 {
-    static const char py[] = "/usr/bin/python3";
-    if (access(py, X_OK) != 0) {
-        printf("skipped: %s not found (apt-get install python3 python3-torch)\n", py);
-        return 0;
-    }
-    char cmd[4096];
-    if ((size_t)snprintf(cmd, sizeof cmd, "%s scripts/bench_step_time.py '%s'", py, remat) >= sizeof cmd ||
-        strchr(remat, '\'') != NULL) {
-        fprintf(stderr, "bench steptime: remat path too long or quoted: %s\n", remat);
-        return 1;
-    }
-    fflush(stdout);
-    int st = system(cmd);
-    if (st != 0)
-        fprintf(stderr, "bench steptime: %s exited with status %d\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return st != 0;
+    return run_python("steptime", "scripts/bench_step_time.py", "", remat);
+}
+
+/* ----------------------------------------------------------- fidelity */
+
+/* The exporter on every model torchvision 0.14 builds (classification and
+ * segmentation) and on nn.LSTM/nn.TransformerEncoder: saved bytes against
+ * autograd's saved-tensor hooks, the store-all peak against the profiler
+ * (scripts/torch_fidelity.py --set all; batch 2, 64x64, one thread). The
+ * resnet50 section runs the first seventeen; this one all of them, which
+ * takes the better part of an hour on two cores. */
+static int bench_fidelity(const char *remat)
+{
+    return run_python("fidelity", "scripts/torch_fidelity.py", "--set all ", remat);
 }
 
 /* --------------------------------------------------------------- main */
@@ -416,6 +421,9 @@ static const bench benches[] = {
     {"steptime", "predicted step time (remat replay --device, per-op durations measured on this CPU) beside "
                  "the measured one, small models",
      bench_steptime},
+    {"fidelity", "the exporter on every torchvision classification and segmentation model, nn.LSTM and "
+                 "nn.TransformerEncoder: saved bytes against autograd's hooks, store-all peak against the profiler",
+     bench_fidelity},
     {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
               "every strategy at 0.6-0.9 of its peak and its budgets",
      bench_peers},

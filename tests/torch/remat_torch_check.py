@@ -129,8 +129,12 @@ def main():
                     "workspace, the quantity Checkmate calls the budget); total: --budget P - (1 - f) x A")
     ap.add_argument("--schedule", choices=("auto", "always", "never"), default="auto",
                     help="remat_torch.compile's schedule: which plans run as remat's own schedule")
+    ap.add_argument("--strategy", help="only this one of remat_torch.CANDIDATES (e.g. dtr)")
+    ap.add_argument("--no-rng", action="store_true",
+                    help="random ops kept (not recomputable), as before scripts/torch_rng.py")
     a = ap.parse_args()
-    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto"))
+    strategies = tuple(c for c in remat_torch.CANDIDATES if not (a.no_auto and c[0] == "auto") and
+                       (a.strategy is None or c == (a.strategy,)))
     torch.set_num_threads(1)
     import tempfile
     workdir = tempfile.mkdtemp(prefix="remat-torch-check-")
@@ -139,7 +143,7 @@ def main():
         model, inputs = build(name)
         params = list(model.parameters())
         _, eager_grads = profiled_step(model, params, inputs)
-        graph = remat_torch.graph_of(model, inputs)
+        graph = remat_torch.graph_of(model, inputs, rng=not a.no_rng)
         P, R, A = replay(a.remat, graph, workdir, name)
         sa = remat_torch.store_all_compile(model, inputs)
         sa_peak, sa_grads = profiled_step(sa, params, inputs)
@@ -155,7 +159,7 @@ def main():
             try:
                 step = remat_torch.compile(model, inputs, budget=budget, budget_option=option, remat=a.remat,
                                            strategies=strategies, calibrate=a.calibrate if option == "--budget"
-                                           else 0, schedule=a.schedule)
+                                           else 0, schedule=a.schedule, rng=not a.no_rng)
             except RuntimeError as e:
                 bad += 1
                 msg = str(e)
@@ -174,12 +178,14 @@ def main():
             cal = rep.get("calibration") or []
             print("  %s f=%.1f %s %d B%s: %s (%s graphs) keeps %d, %d recomputed nodes, extra FLOPs %.1f%%; "
                   "step peak predicted %d B, measured %d B (%.4f); activation peak predicted %d B, measured %d B, "
-                  "within budget: %s; gradients %s" %
+                  "within budget: %s; gradients %s%s" %
                   ("ok" if ok else "FAIL", f, option[2:], budget,
                    " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
                    if len(cal) > 1 else "", rep["chosen"], rep["graphs"], len(rep["keep"]), rep["recomputed_nodes"],
                    100 * float(rep["overhead"] or 0), predicted, peak, ratio, int(rep["activation_peak_bytes"]), act,
-                   "yes" if within else "NO", "bit-identical" if same else "DIFFERENT"))
+                   "yes" if within else "NO", "bit-identical" if same else "DIFFERENT",
+                   "; random ops: %s" % rep["random_ops"] if rep.get("random_ops") != "draws kept" or
+                   "draws replayed" in [c.get("graph") for c in rep["commands"]] else ""))
             sys.stdout.flush()
     return 1 if bad else 0
 

@@ -9,7 +9,9 @@ and loss under torch.autograd.graph.saved_tensors_hooks, with no dispatch
 mode and nothing of the exporter: the pack hook records the storage (data
 pointer and byte size) of every tensor autograd saves. The PyTorch figure is
 the bytes of the distinct storages saved, less those of parameters, buffers
-and the inputs (which remat counts as params and inputs, not activations).
+and the inputs (which remat counts as params and inputs, not activations),
+plus the CPU RNG states that reentrant torch.utils.checkpoint nodes hold for
+their rerun (ctx.fwd_cpu_state, found by walking the graph from the loss).
 
 The remat figure comes from `remat lifetimes --json`: the bytes of the
 distinct storages (a view counts through its root) of the activations that
@@ -64,6 +66,21 @@ def torch_saved_bytes(meta):
             persistent.add(ex.storage_of(target)[0])
         loss = ex.loss_of(loss_kind, out, target)
         del out
+    # Reentrant torch.utils.checkpoint keeps the CPU RNG state for its rerun
+    # on its node (ctx.fwd_cpu_state): not a saved tensor, but held for the
+    # backward all the same (the exporter makes it a saved output).
+    seen, held, todo = set(), [], [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        held.append(node)  # node wrappers are made on access: an id is unique only while it lives
+        state = getattr(node, "fwd_cpu_state", None)
+        if isinstance(state, torch.Tensor):
+            ptr, nb = ex.storage_of(state)
+            saved[ptr] = nb
+        todo.extend(f for f, _ in node.next_functions)
     del loss
     acts = {p: nb for p, nb in saved.items() if p not in persistent and nb}
     return sum(acts.values()), len(acts)
