@@ -11,11 +11,19 @@
  * stage s holds min(P - s, M) (the first holds P), GPipe M, interleaved
  * device d min((P - d - 1) * 2 + (V - 1) * P + 1, V M) chunk-microbatches
  * (Megatron-LM's warm-up count, plus the one its steady state adds).
+ *
+ * In time (a device): a chain whose ops carry measured durations gives each
+ * stage f = k x duration_ns and b = k x bwd_duration_ns, and with a free
+ * link the closed forms hold in seconds; with a costly link, a two-stage
+ * 1F1B of two microbatches is worked by hand below (the sends' times, each
+ * device's exposed wait, the bubble).
  */
 #include "test_util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void uniform(remat_pp_config *c, double f, double b, remat_pp_timeline *t)
 {
@@ -215,6 +223,292 @@ START_TEST(pipeline_should_plan_each_device_under_the_budget)
 }
 END_TEST
 
+/* P = 2, M = 2, 1F1B, f = b = 1, every send 0.5, worked by hand:
+ *   device 0: F0 [0,1] F1 [1,2] B0 [4,5] B1 [6,7]
+ *   device 1: F0 [1.5,2.5] B0 [2.5,3.5] F1 [3.5,4.5] B1 [4.5,5.5]
+ *   sends:    act0 [1,1.5], act1 [2,2.5] (after F1 ends), grad0 [3.5,4], grad1 [5.5,6]
+ * Device 1 waits 0.5 for act0 (F1 finds act1 there); device 0 waits 0.5
+ * for grad0 (B0's producer ended at 3.5, it arrives at 4) and 0.5 for grad1:
+ * step 7, exposed 1 + 0.5, bubble 2 x 7 - 8 - 1.5 = 4.5. With a free link
+ * the same schedule takes 6 and its bubble is 4, (P-1)/(M+P-1) = 1/3. */
+START_TEST(pipeline_should_wait_for_its_sends)
+{
+    remat_pp_config c = {REMAT_PP_1F1B, 2, 2, 1};
+    const double f[] = {1, 1}, b[] = {1, 1}, half[] = {0.5, 0.5}, zero[] = {0, 0};
+    remat_pp_link link = {half, half};
+    remat_pp_timeline t;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_msg(remat_pp_simulate_linked(&c, f, b, &link, &t, &err) == REMAT_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(t.step_time, 7, 1e-12);
+    ck_assert_double_eq_tol(t.busy, 8, 1e-12);
+    ck_assert_double_eq_tol(t.device_exposed[0], 1, 1e-12);
+    ck_assert_double_eq_tol(t.device_exposed[1], 0.5, 1e-12);
+    ck_assert_double_eq_tol(t.exposed_comm, 1.5, 1e-12);
+    ck_assert_double_eq_tol(t.bubble_time, 4.5, 1e-12);
+    ck_assert_double_eq_tol(t.bubble_fraction, 4.5 / 14, 1e-12);
+    ck_assert_uint_eq(t.n_sends, 4);
+    const double want[4][2] = {{1, 1.5}, {2, 2.5}, {3.5, 4}, {5.5, 6}}; /* act0, act1, grad0, grad1 */
+    int seen = 0;
+    for (size_t i = 0; i < t.n_sends; i++) {
+        const remat_pp_send *x = &t.sends[i];
+        ck_assert_uint_eq(x->from, x->backward ? 1 : 0);
+        ck_assert_uint_eq(x->to, x->backward ? 0 : 1);
+        const double *w = want[x->backward * 2 + x->microbatch];
+        ck_assert_double_eq_tol(x->start, w[0], 1e-12);
+        ck_assert_double_eq_tol(x->end, w[1], 1e-12);
+        seen |= 1 << (x->backward * 2 + x->microbatch);
+    }
+    ck_assert_int_eq(seen, 15);
+    remat_pp_timeline_destroy(&t);
+    link.act = link.grad = zero;
+    ck_assert_int_eq(remat_pp_simulate_linked(&c, f, b, &link, &t, &err), REMAT_OK);
+    ck_assert_double_eq_tol(t.step_time, 6, 1e-12);
+    ck_assert_double_eq_tol(t.exposed_comm, 0, 1e-12);
+    ck_assert_double_eq_tol(t.bubble_fraction, 1.0 / 3, 1e-12);
+    remat_pp_timeline_destroy(&t);
+    /* A negative send time is refused, naming the stage. */
+    const double bad[] = {0.5, -1};
+    link.act = half;
+    link.grad = bad;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_pp_simulate_linked(&c, f, b, &link, &t, &err), REMAT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "stage 1: send times must be finite"));
+    remat_pp_timeline_destroy(&t);
+}
+END_TEST
+
+/* A chain of n ops x -> h0 -> ... -> h{n-1} (the loss), each reading its
+ * own 1 KiB param, 4 KiB activations, every op measured at 1000 ns forward
+ * and 2000 ns backward. */
+static remat_graph *measured_chain(uint32_t n)
+{
+    char *buf = malloc(256 + (size_t)n * 320);
+    size_t len = (size_t)sprintf(buf, "{\"format\": \"remat-graph\", \"version\": 1, \"inputs\": [{\"id\": \"x\", "
+                                      "\"bytes\": 4096}], \"params\": [");
+    for (uint32_t i = 0; i < n; i++)
+        len += (size_t)sprintf(buf + len, "%s{\"id\": \"w%u\", \"bytes\": 1024}", i ? ", " : "", i);
+    len += (size_t)sprintf(buf + len, "], \"ops\": [");
+    for (uint32_t i = 0; i < n; i++) {
+        char prev[16];
+        if (i)
+            snprintf(prev, sizeof prev, "h%u", i - 1);
+        else
+            snprintf(prev, sizeof prev, "x");
+        len += (size_t)sprintf(buf + len,
+                               "%s{\"id\": \"h%u\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%u\"], \"bytes\": 4096, "
+                               "\"flops\": 1000, \"attrs\": {\"duration_ns\": 1000, \"bwd_duration_ns\": 2000}}",
+                               i ? ", " : "", i, prev, i);
+    }
+    sprintf(buf + len, "], \"outputs\": [\"h%u\"]}", n - 1);
+    remat_graph *g = t_load(buf);
+    free(buf);
+    return g;
+}
+
+/* The closed forms in seconds: P stages of k measured ops each take
+ * f = k us forward and b = 2k us backward; on a device whose link is free
+ * (no latency, a bandwidth no send notices) GPipe and 1F1B take
+ * (M + P - 1)(f + b), the bubble is (P-1)/(M+P-1); with a latency alpha
+ * and bandwidth beta each stage's send is alpha + 4096 / beta. */
+START_TEST(pipeline_should_have_the_closed_form_bubble_in_seconds)
+{
+    remat_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "test");
+    d.peak_flops[REMAT_DTYPE_F32] = 1e12;
+    d.mem_bandwidth = 1e12;
+    d.link_bandwidth = 1e300;
+    d.default_dtype = REMAT_DTYPE_F32;
+    const uint32_t k = 3;
+    for (uint32_t P = 1; P <= 4; P++) {
+        remat_graph *g = measured_chain(P * k);
+        remat_analysis *a = NULL;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+        uint32_t cuts[5];
+        for (uint32_t s = 0; s <= P; s++)
+            cuts[s] = s * k;
+        for (int kind = 0; kind < 2; kind++)
+            for (uint32_t M = 1; M <= 8; M += 3) {
+                remat_pp_config c = {kind ? REMAT_PP_1F1B : REMAT_PP_GPIPE, P, M, 1};
+                remat_plan_options o;
+                remat_plan_options_init(&o);
+                o.strategy = "store-all";
+                o.device = &d;
+                d.link_latency = 0;
+                d.link_bandwidth = 1e300;
+                remat_pp_result r;
+                ck_assert_msg(remat_pp_plan(a, &c, cuts, REMAT_PP_BALANCE_FLOPS, &o, &r, &err) == REMAT_OK, "%s",
+                              err.msg);
+                ck_assert(r.timed);
+                const double f = k * 1e-6, b = k * 2e-6;
+                for (uint32_t s = 0; s < P; s++) {
+                    ck_assert_double_eq_tol(r.stages[s].fwd_time, f, 1e-15);
+                    ck_assert_double_eq_tol(r.stages[s].bwd_time, b, 1e-15);
+                    ck_assert_uint_eq(r.stages[s].n_measured, 2 * k);
+                }
+                ck_assert_double_eq_tol(r.timeline.step_time, (M + P - 1) * (f + b), 1e-15);
+                ck_assert_double_eq_tol(r.timeline.bubble_fraction, (P - 1.0) / (M + P - 1.0), 1e-9);
+                ck_assert_double_eq_tol(r.timeline.exposed_comm, 0, 1e-15);
+                remat_pp_result_destroy(&r);
+                /* A link of 1 us latency and 4096 B/us: every send takes
+                 * 2 us; at M = 1 each boundary is crossed once each way on
+                 * the critical path. */
+                d.link_latency = 1e-6;
+                d.link_bandwidth = 4096e6;
+                ck_assert_int_eq(remat_pp_plan(a, &c, cuts, REMAT_PP_BALANCE_FLOPS, &o, &r, &err), REMAT_OK);
+                for (uint32_t s = 0; s < P; s++) {
+                    ck_assert_double_eq_tol(r.stages[s].act_send_time, s + 1 < P ? 2e-6 : 0, 1e-15);
+                    ck_assert_double_eq_tol(r.stages[s].grad_send_time, s > 0 ? 2e-6 : 0, 1e-15);
+                }
+                if (M == 1)
+                    ck_assert_double_eq_tol(r.timeline.step_time, P * (f + b) + 2 * (P - 1) * 2e-6, 1e-15);
+                ck_assert_double_eq_tol(r.timeline.exposed_comm + r.timeline.bubble_time + r.timeline.busy,
+                                        P * r.timeline.step_time, 1e-12);
+                remat_pp_result_destroy(&r);
+            }
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* A pipeline plan file read back replays to the same devices: for each
+ * schedule, under a budget that makes the first device recompute, every
+ * device's peak, every stage's recomputation and the step are equal. */
+START_TEST(pipeline_plan_file_should_replay_to_the_same_devices)
+{
+    remat_graph *g = chain8();
+    remat_analysis *a = NULL;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+    const remat_pp_config cs[] = {{REMAT_PP_1F1B, 2, 4, 1}, {REMAT_PP_GPIPE, 2, 3, 1}, {REMAT_PP_INTERLEAVED, 2, 4, 2}};
+    for (size_t i = 0; i < 3; i++) {
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        remat_pp_result sa, r, back;
+        ck_assert_msg(remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &sa, &err) == REMAT_OK, "%s", err.msg);
+        /* The loosest budget (in 1% steps) at which some stage recomputes;
+         * interleaved's two-op stages of this chain cannot, so it keeps
+         * the store-all peak as its budget. */
+        o.budget_kind = REMAT_BUDGET_TOTAL;
+        int found = 0;
+        const int interleaved = cs[i].kind == REMAT_PP_INTERLEAVED;
+        for (uint64_t pct = 99; pct >= 50 && !found; pct--) {
+            o.budget = interleaved ? sa.device_peak[sa.largest] : sa.device_peak[sa.largest] / 100 * pct;
+            remat_err_init(&err);
+            if (remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err) != REMAT_OK) {
+                remat_pp_result_destroy(&r);
+                continue;
+            }
+            found = interleaved;
+            for (uint32_t v = 0; v < r.n_stages; v++)
+                found |= r.stages[v].replay.flops_recompute > 0;
+            if (!found)
+                remat_pp_result_destroy(&r);
+        }
+        ck_assert_msg(found, "schedule %zu: no budget made a stage recompute", i);
+        size_t len;
+        char *text = remat_pp_plan_write(a, &r, &len, &err);
+        ck_assert_msg(text != NULL, "%s", err.msg);
+        ck_assert(remat_pp_plan_sniff(text, len));
+        ck_assert_msg(remat_pp_plan_load_json(a, text, len, "rt", NULL, &back, &err) == REMAT_OK, "%s", err.msg);
+        ck_assert_uint_eq(back.budget, o.budget);
+        ck_assert_uint_eq(back.n_stages, r.n_stages);
+        for (uint32_t d = 0; d < 2; d++) {
+            ck_assert_uint_eq(back.device_peak[d], r.device_peak[d]);
+            ck_assert_uint_le(back.device_peak[d], o.budget);
+        }
+        double extra = 0;
+        for (uint32_t v = 0; v < r.n_stages; v++) {
+            ck_assert_uint_eq(back.stages[v].replay.flops_recompute, r.stages[v].replay.flops_recompute);
+            ck_assert_uint_eq(back.stages[v].held, r.stages[v].held);
+            extra += (double)r.stages[v].replay.flops_recompute;
+        }
+        ck_assert(interleaved || extra > 0);
+        ck_assert_double_eq_tol(back.timeline.step_time, r.timeline.step_time, 1e-6 * r.timeline.step_time);
+        remat_free(text);
+        remat_pp_result_destroy(&back);
+        remat_pp_result_destroy(&r);
+        remat_pp_result_destroy(&sa);
+    }
+    /* Not a pipeline plan: sniffed as such, and refused with its path. */
+    const char *single = "{\"format\": \"remat-plan\", \"version\": 1}";
+    ck_assert(!remat_pp_plan_sniff(single, strlen(single)));
+    const char *badv = "{\"format\": \"remat-pp-plan\", \"version\": 2}";
+    remat_pp_result back;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_pp_plan_load_json(a, badv, strlen(badv), "v2.json", NULL, &back, &err), REMAT_EPARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "v2.json: version: must be 1"));
+    remat_pp_result_destroy(&back);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
+/* Each stage's own training state is held once per device, beside its
+ * params: with 8192 B of optimizer state and 4096 B of master weights per
+ * stage, every device's peak rises by exactly 12288 B per chunk it runs,
+ * for store-all and under a budget that makes device 0 recompute (where
+ * the state must fit beside the activations, so the plan recomputes more). */
+START_TEST(pipeline_should_hold_each_stage_state_once)
+{
+    remat_graph *g = chain8();
+    remat_analysis *a = NULL;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+    const remat_pp_config cs[] = {{REMAT_PP_1F1B, 2, 4, 1}, {REMAT_PP_INTERLEAVED, 2, 4, 2}};
+    for (size_t i = 0; i < 2; i++) {
+        const uint32_t n = cs[i].stages * cs[i].chunks;
+        remat_exec_extras x[4];
+        memset(x, 0, sizeof x);
+        for (uint32_t v = 0; v < n; v++) {
+            x[v].optimizer_state = 8192;
+            x[v].master_weights = 4096;
+        }
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        o.strategy = "store-all";
+        remat_pp_result bare, with;
+        ck_assert_int_eq(remat_pp_plan(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, &bare, &err), REMAT_OK);
+        ck_assert_msg(remat_pp_plan_staged(a, &cs[i], NULL, REMAT_PP_BALANCE_FLOPS, &o, x, &with, &err) == REMAT_OK,
+                      "%s", err.msg);
+        for (uint32_t d = 0; d < 2; d++)
+            ck_assert_uint_eq(with.device_peak[d] - bare.device_peak[d], 12288u * cs[i].chunks);
+        for (uint32_t v = 0; v < n; v++)
+            ck_assert_uint_eq(with.stages[v].persistent - bare.stages[v].persistent, 12288);
+        /* Read back from a plan file, the state is still there. */
+        size_t len;
+        char *text = remat_pp_plan_write(a, &with, &len, &err);
+        ck_assert_ptr_nonnull(text);
+        remat_pp_result back;
+        ck_assert_msg(remat_pp_plan_load_json(a, text, len, "x", NULL, &back, &err) == REMAT_OK, "%s", err.msg);
+        for (uint32_t d = 0; d < 2; d++)
+            ck_assert_uint_eq(back.device_peak[d], with.device_peak[d]);
+        remat_free(text);
+        remat_pp_result_destroy(&back);
+        remat_pp_result_destroy(&with);
+        remat_pp_result_destroy(&bare);
+    }
+    /* State in the plan options is refused: it belongs to the stages. */
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.extras.optimizer_state = 1;
+    remat_pp_config c = {REMAT_PP_1F1B, 2, 2, 1};
+    remat_pp_result r;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_pp_plan(a, &c, NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err), REMAT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "goes per stage"));
+    remat_pp_result_destroy(&r);
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -225,6 +519,10 @@ Suite *pipeline_suite(void)
     tcase_add_test(tc, pipeline_should_refuse_bad_configs);
     tcase_add_test(tc, pipeline_should_hold_each_in_flight_microbatch);
     tcase_add_test(tc, pipeline_should_plan_each_device_under_the_budget);
+    tcase_add_test(tc, pipeline_should_wait_for_its_sends);
+    tcase_add_test(tc, pipeline_should_have_the_closed_form_bubble_in_seconds);
+    tcase_add_test(tc, pipeline_plan_file_should_replay_to_the_same_devices);
+    tcase_add_test(tc, pipeline_should_hold_each_stage_state_once);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -39,6 +39,16 @@
  * may get different plans; the first holds most. tests/torch/pp_1f1b.py
  * measures each stage of a real 1F1B run against this.
  *
+ * With a device in the plan options, the final plans are timed: each
+ * stage's forward and backward (with its recomputation) from remat/time.h's
+ * op times, each boundary tensor a SEND on the sending device's link stream
+ * (remat_pp_simulate_linked), so the step, the bubble and the exposed
+ * send/recv are seconds; scripts/bench_pp_time.py sets the prediction
+ * beside a measured 1F1B run. A result can be written as a pipeline plan
+ * file and read back (remat_pp_plan_write, remat_pp_plan_load_json), and
+ * each stage may carry the ledger's state for its own params
+ * (remat_pp_plan_staged).
+ *
  *     remat_pp_config c = {REMAT_PP_1F1B, 4, 8, 1};
  *     remat_pp_result r;
  *     if (remat_pp_plan(a, &c, NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, &err) == REMAT_OK) { ... r.largest ... }
@@ -48,6 +58,7 @@
 #define REMAT_PIPELINE_H
 
 #include "remat/plan.h"
+#include "remat/time.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,8 +85,26 @@ typedef struct remat_pp_event {
     uint32_t device, chunk, microbatch;
     bool backward;
     double start, end;
+    double wait_comm; /* of its wait, the part after its input was made: the link's (0 without one) */
     uint32_t held; /* microbatch-chunks this device holds while it runs, the running one excluded */
 } remat_pp_event;
+
+/* One boundary tensor on its way: a forward's output activation to the
+ * next virtual stage's device, or a backward's input gradient to the
+ * previous one's. */
+typedef struct remat_pp_send {
+    uint32_t from, to, chunk, microbatch; /* devices; the sending event's chunk and microbatch */
+    bool backward;                        /* a gradient */
+    double start, end;
+} remat_pp_send;
+
+/* What a boundary tensor costs to send: act[v] seconds for virtual stage
+ * v's output activation to reach v+1 (read for v < P*V-1), grad[v] for its
+ * input gradient to reach v-1 (read for v > 0); both P*V entries, finite
+ * and >= 0. Time model: remat_time_collective(REMAT_COLL_SEND, bytes). */
+typedef struct remat_pp_link {
+    const double *act, *grad;
+} remat_pp_link;
 
 typedef struct remat_pp_timeline {
     uint32_t devices, chunks, microbatches;
@@ -83,9 +112,15 @@ typedef struct remat_pp_timeline {
     remat_pp_event *events;   /* device by device, each in its order of work */
     double step_time;         /* the last event's end */
     double busy;              /* the sum of all events' durations */
-    double bubble_fraction;   /* idle device time over devices x step time */
-    double bubble_ratio;      /* idle device time over busy time (Narayanan et al.'s t_pb / t_id) */
+    double exposed_comm;      /* the sum of the events' wait_comm: devices idle waiting on a link */
+    double bubble_time;       /* devices x step time - busy - exposed_comm: the schedule's idle time */
+    double bubble_fraction;   /* bubble_time over devices x step time */
+    double bubble_ratio;      /* bubble_time over busy time (Narayanan et al.'s t_pb / t_id) */
     uint32_t *max_in_flight;  /* per device: most microbatch-chunks between forward and backward */
+    double *device_busy;      /* per device: its events' durations */
+    double *device_exposed;   /* per device: its events' wait_comm */
+    size_t n_sends;           /* with a link: M x (P*V - 1) x 2, in the order they were issued */
+    remat_pp_send *sends;
 } remat_pp_timeline;
 
 /* Runs c with fwd[v] and bwd[v] the durations of virtual stage v (P*V
@@ -95,6 +130,13 @@ typedef struct remat_pp_timeline {
  * O(P * V * M) time and memory. */
 remat_status remat_pp_simulate(const remat_pp_config *c, const double *fwd, const double *bwd, remat_pp_timeline *t,
                                remat_err *err);
+/* The same with sends that take time (link NULL: free, as above). Each
+ * device has a link stream per direction; a transfer starts when its event
+ * has ended and the stream is free, and the event that reads it starts no
+ * earlier than its end. A device's idle time splits into exposed send/recv
+ * (waiting after the producing event ended) and the bubble. Same cost. */
+remat_status remat_pp_simulate_linked(const remat_pp_config *c, const double *fwd, const double *bwd,
+                                      const remat_pp_link *link, remat_pp_timeline *t, remat_err *err);
 void remat_pp_timeline_destroy(remat_pp_timeline *t);
 
 typedef enum { REMAT_PP_BALANCE_FLOPS, REMAT_PP_BALANCE_BYTES } remat_pp_balance;
@@ -123,6 +165,11 @@ typedef struct remat_pp_stage {
     uint64_t running;          /* one microbatch's high-water mark beyond the persistent categories */
     uint64_t recv_bytes, send_bytes; /* activations in from the previous stage, out to the next */
     uint64_t budget;           /* what its plan was made under (0: no budget) */
+    /* With a device (remat_pp_result.timed), seconds for one microbatch: */
+    double fwd_time, bwd_time, recompute_time; /* its FWD, BWD and RECOMPUTE instructions' op times */
+    double act_send_time, grad_send_time;      /* SEND of its output activation, of its input gradient */
+    uint32_t n_measured, n_timed;              /* op durations measured (attrs), of forward + backward */
+    remat_exec_extras extras;                  /* the ledger's state for its params (sharding NULL), or zero */
     remat_plan plan;
     remat_replay_result replay;
 } remat_pp_stage;
@@ -133,17 +180,52 @@ typedef struct remat_pp_result {
     remat_pp_stage *stages;
     uint64_t *device_peak;      /* per device */
     uint32_t largest;           /* the device with the largest peak */
-    remat_pp_timeline timeline; /* with each stage's FLOPs as its duration */
+    uint64_t budget;            /* the per-device total budget it was planned under (0: none) */
+    bool timed;                 /* o->device was given: the timeline is in seconds, sends cost time */
+    remat_device device;        /* the device it was timed on (when timed) */
+    remat_pp_timeline timeline; /* in seconds when timed, else each stage's FLOPs as its duration */
 } remat_pp_result;
 
 /* Plans every virtual stage (cuts: P*V+1 positions, or NULL to balance by
  * `by`) with o; with a total budget, lowers a device's stage budgets until
  * the device's peak fits (REMAT_EINFEASIBLE naming the device when it
  * cannot). Activation budgets and ledger extras are refused (REMAT_EINVAL).
+ * With o->device the final plans are timed on it (pp_plan.c: op times per
+ * instruction, SEND per boundary tensor) and the timeline is in seconds;
+ * an op the device cannot time is REMAT_EGRAPH naming the stage's op.
  * r is owned by the caller; destroy it either way. */
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err);
+/* The same with the training state of each virtual stage's own params:
+ * stage_extras[v] (P*V entries, sharding NULL; NULL: none) is what stage v's
+ * replay adds (optimizer state, master weights, frozen copies, buffers),
+ * counted once per device with its persistent bytes. o->extras must be
+ * empty. The CLI fills them from the ledger of each stage graph
+ * (remat_pp_stage_graph). */
+remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
+                                  remat_pp_balance by, const remat_plan_options *o,
+                                  const remat_exec_extras *stage_extras, remat_pp_result *r, remat_err *err);
 void remat_pp_result_destroy(remat_pp_result *r);
+
+/* The pipeline plan file (format "remat-pp-plan", version 1; README
+ * "Pipeline plan files"): the whole graph's name and fingerprint, the
+ * schedule, the cuts, and each virtual stage's plan as a "remat-plan"
+ * document for its stage graph. NULL with err on failure (ENOMEM). */
+char *remat_pp_plan_write(const remat_analysis *a, const remat_pp_result *r, size_t *len, remat_err *err);
+/* Reads one back for a's graph and replays it: every stage's plan is
+ * checked against its stage graph (rebuilt from the cuts) and its schedule
+ * replayed; then the devices are judged and the schedule simulated (timed
+ * on device when not NULL) as remat_pp_plan does, without planning.
+ * REMAT_EPARSE naming SOURCE and the JSON path (a plan for another graph
+ * names both), REMAT_ESCHEDULE naming the stage for a schedule that does
+ * not replay. r is owned by the caller; destroy it either way. */
+remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, size_t len, const char *source,
+                                     const remat_device *device, remat_pp_result *r, remat_err *err);
+remat_status remat_pp_plan_load_file(const remat_analysis *a, const char *path, const remat_device *device,
+                                     remat_pp_result *r, remat_err *err);
+/* True when text is a JSON object whose "format" is "remat-pp-plan" (what
+ * `remat replay GRAPH FILE` uses to tell the two plan files apart). */
+bool remat_pp_plan_sniff(const char *text, size_t len);
 
 #ifdef __cplusplus
 }

@@ -127,6 +127,7 @@
 #define REMAT_TRACE_H
 
 #include "remat/exec.h"
+#include "remat/pipeline.h"
 #include "remat/plan.h"
 #include "remat/report.h"
 
@@ -239,6 +240,14 @@ char *remat_trace_json(const remat_trace *t, const remat_trace_options *o, size_
 char *remat_trace_chrome(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 char *remat_trace_csv(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
 char *remat_trace_svg(const remat_trace *t, const remat_trace_options *o, size_t *len, remat_err *err);
+
+/* A timed pipeline (remat_pp_plan with a device) as a Chrome trace: a
+ * process per device, tid 0 its compute stream (an X event per forward and
+ * backward, named "F mb M stage V" / "B ..."), tid 1 its activation sends
+ * to the next stage, tid 2 its gradient sends to the previous one; ts and
+ * dur in microseconds with three decimals. REMAT_EINVAL for an untimed
+ * result, REMAT_ENOMEM. O(events + sends). */
+char *remat_pp_trace_chrome(const remat_pp_result *r, size_t *len, remat_err *err);
 
 /* The formats as data: a writer per format behind one call. */
 typedef enum {

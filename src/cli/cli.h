@@ -152,6 +152,8 @@ typedef struct remat_cli_pp {
     remat_pp_config c;
     const char *stages; /* --pp-stages text, or NULL */
     remat_pp_balance by;
+    const char *plan_out; /* plan -o: where remat_cli_pp_run writes the pipeline plan file, or NULL */
+    struct remat_cli_ledger *ledger; /* the ledger's options when given (each stage's state), or NULL */
 } remat_cli_pp;
 void remat_cli_pp_init(remat_cli_pp *p);
 /* -1: not a pipeline option; 0: taken; > 0: the exit code of a usage error. */
@@ -161,6 +163,24 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p);
 /* Plans every stage and prints the per-device report to H. */
 int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                      const remat_plan_options *o, int json, FILE *H);
+/* `remat trace --pp ... --device D --format chrome`: plans the stages with o
+ * (o->device set) and writes the timed pipeline's Chrome trace to out. */
+int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                       const remat_plan_options *o, const char *out);
+/* `remat replay GRAPH FILE` for a pipeline plan file: replays every
+ * stage's plan (timed on device when not NULL) and prints the per-device
+ * report as remat_cli_pp_run does. */
+int remat_cli_pp_replay_file(const char *graph, const remat_analysis *a, const char *path, const char *text,
+                             size_t len, const remat_device *device, int json, FILE *H);
+/* pp_ledger.c: x[v] = the ledger's state for virtual stage v's params
+ * (cuts: P*V+1 forward positions); *reserve the device's reserve. An exit
+ * code (--dp with --pp refused). */
+int remat_cli_pp_ledger(const char *cmd, const remat_analysis *a, const remat_cli_pp *p, struct remat_cli_ledger *L,
+                        const uint32_t *cuts, remat_exec_extras *x, uint64_t *reserve);
+/* `remat compare --pp ...`: every strategy under the same pipeline
+ * (pp_compare.c), the table or JSON written to out whole. */
+int remat_cli_pp_compare(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+                         const remat_plan_options *o, int json, const char *out);
 /* --budget (total) or --activation-budget: parses arg into o; a repeated
  * option, or both, is a usage error that says which. Returns an exit code. */
 int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_plan_options *o);

@@ -33,6 +33,7 @@ int cmd_compare(int argc, char **argv)
         {"time-limit", required_argument, NULL, OPT_TIME},
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
+        REMAT_CLI_PP_LONG_OPTS,
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -51,6 +52,8 @@ int cmd_compare(int argc, char **argv)
     remat_cli_ledger_init(&L);
     remat_cli_time T;
     remat_cli_time_init(&T);
+    remat_cli_pp pp;
+    remat_cli_pp_init(&pp);
     while ((c = getopt_long(argc, argv, "b:n:jo:h", opts, NULL)) != -1) {
         int lrc = remat_cli_ledger_option("compare", c, optarg, &L);
         if (lrc > 0)
@@ -58,6 +61,10 @@ int cmd_compare(int argc, char **argv)
         if (lrc == 0)
             continue;
         if ((lrc = remat_cli_time_option("compare", c, optarg, 1, &T)) > 0)
+            return lrc;
+        if (lrc == 0)
+            continue;
+        if ((lrc = remat_cli_pp_option("compare", c, optarg, &pp)) > 0)
             return lrc;
         if (lrc == 0)
             continue;
@@ -114,11 +121,23 @@ int cmd_compare(int argc, char **argv)
     if (sweep && o.budget_kind == REMAT_BUDGET_ACTIVATION && o.budget != 0)
         return remat_cli_usage_error("compare", "--activation-budget B does not apply to --sweep (it sweeps its own "
                                                 "budgets; --activation-budget 0 sweeps activation budgets)");
+    if ((trc = remat_cli_pp_check("compare", &pp)) != REMAT_EXIT_OK)
+        return trc;
+    if (pp.set && (sweep || o.budget_kind != REMAT_BUDGET_TOTAL || L.used))
+        return remat_cli_usage_error("compare", "--pp compares at one per-device --budget B: no --sweep, "
+                                                "--activation-budget or ledger options with it");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    if (pp.set) {
+        rc = remat_cli_pp_compare(argv[optind], a, &pp, &o, json, out);
+        remat_cli_ledger_destroy(&L);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+        return rc;
+    }
     uint64_t reserve = 0;
     if ((rc = remat_cli_ledger_extras("compare", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
         (rc = remat_cli_apply_reserve("compare", &o, reserve)) != REMAT_EXIT_OK) {

@@ -367,26 +367,24 @@ int cmd_plan(int argc, char **argv)
         return rc0;
     if ((rc0 = remat_cli_time_load("plan", &T, &o)) != REMAT_EXIT_OK)
         return rc0;
-    if (pp.set && out)
-        return remat_cli_usage_error("plan", "-o with --pp: a pipeline's per-stage plans have no file format yet");
-    if (pp.set && T.device_arg)
-        return remat_cli_usage_error("plan", "--device with --pp: the pipeline's step is timed in FLOP units for now "
-                                             "(the device's op times do not reach its stages yet)");
+    pp.plan_out = out;
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
-    uint64_t reserve = 0;
-    if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
-        (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
+    if (pp.set) {
+        /* The ledger's state goes per stage (pp_ledger.c). */
+        pp.ledger = L.used ? &L : NULL;
+        rc = remat_cli_pp_run("plan", argv[optind], a, &pp, &o, json, stdout);
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
         return rc;
     }
-    if (pp.set) {
-        rc = remat_cli_pp_run("plan", argv[optind], a, &pp, &o, json, stdout);
+    uint64_t reserve = 0;
+    if ((rc = remat_cli_ledger_extras("plan", a, &L, &o.extras, &reserve)) != REMAT_EXIT_OK ||
+        (rc = remat_cli_apply_reserve("plan", &o, reserve)) != REMAT_EXIT_OK) {
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);
         remat_graph_destroy(g);

@@ -145,22 +145,42 @@ int cmd_replay(int argc, char **argv)
         return remat_cli_usage_error("replay", "--numeric replays the graph's own tensors: drop the ledger options");
     if ((prc = remat_cli_pp_check("replay", &pp)) != REMAT_EXIT_OK)
         return prc;
-    if (pp.set && (optind == argc - 2 || numeric || L.used || strcmp(out, "-") != 0))
-        return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric, "
-                                               "-o or ledger options with it");
-    if (pp.set && T.device_arg)
-        return remat_cli_usage_error("replay", "--device with --pp: the pipeline's step is timed in FLOP units for "
-                                               "now (the device's op times do not reach its stages yet)");
+    if (pp.set && (optind == argc - 2 || numeric || strcmp(out, "-") != 0))
+        return remat_cli_usage_error("replay", "--pp replays each stage's store-all schedule: no PLAN, --numeric or "
+                                               "-o with it");
     remat_graph *g;
     remat_analysis *a;
     int rc = remat_cli_open_graph(argv[optind], &g, &a);
     if (rc != REMAT_EXIT_OK)
         return rc;
+    if (!pp.set && optind == argc - 2) {
+        /* A pipeline plan file (plan --pp -o) replays per stage. */
+        char *ptext = NULL;
+        size_t plen = 0;
+        remat_err ferr;
+        remat_err_init(&ferr);
+        if (remat__read_file(argv[optind + 1], &ptext, &plen, &ferr) == REMAT_OK && remat_pp_plan_sniff(ptext, plen)) {
+            if (numeric || L.used || strcmp(out, "-") != 0)
+                rc = remat_cli_usage_error("replay", "a pipeline plan replays per stage: no --numeric, -o or ledger "
+                                                     "options with it");
+            else
+                rc = remat_cli_pp_replay_file(argv[optind], a, argv[optind + 1], ptext, plen,
+                                              T.have_device ? &T.dev : NULL, json, stdout);
+            remat__free(ptext);
+            remat_cli_ledger_destroy(&L);
+            remat_analysis_destroy(a);
+            remat_graph_destroy(g);
+            return rc;
+        }
+        remat__free(ptext);
+    }
     if (pp.set) {
         /* Store-all per stage: the plan strategy that keeps everything. */
         remat_plan_options po;
         remat_plan_options_init(&po);
         po.strategy = "store-all";
+        po.device = T.have_device ? &T.dev : NULL;
+        pp.ledger = L.used ? &L : NULL;
         rc = remat_cli_pp_run("replay", argv[optind], a, &pp, &po, json, stdout);
         remat_cli_ledger_destroy(&L);
         remat_analysis_destroy(a);

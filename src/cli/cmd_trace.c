@@ -109,6 +109,38 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_led
     return rc;
 }
 
+/* trace --pp: the timed pipeline's Chrome trace. Each stage keeps all
+ * (store-all), or under --budget is planned by auto per device, as
+ * `remat plan --pp` does; a plan file, the ledger and the other formats do
+ * not apply. */
+static int trace_pipeline(const char *graph, const char *plan_path, int fmt, const remat_cli_time *T,
+                          remat_cli_ledger *L, const remat_cli_pp *pp, const remat_trace_options *to,
+                          int budget_given, const char *out)
+{
+    int rc;
+    if (fmt != FMT_CHROME || !T->have_device || plan_path || L->used || to->flops_time) {
+        rc = remat_cli_usage_error("trace", "--pp traces the pipeline on a device's time axis: give --format chrome "
+                                            "and --device, and no PLAN, --flops-time or ledger options");
+        remat_cli_ledger_destroy(L);
+        return rc;
+    }
+    remat_graph *g;
+    remat_analysis *a;
+    if ((rc = remat_cli_open_graph(graph, &g, &a)) == REMAT_EXIT_OK) {
+        remat_plan_options po;
+        remat_plan_options_init(&po);
+        po.strategy = budget_given ? "auto" : "store-all";
+        po.budget_kind = budget_given ? to->budget_kind : REMAT_BUDGET_NONE;
+        po.budget = budget_given ? to->budget : 0;
+        po.device = &T->dev;
+        rc = remat_cli_pp_trace(graph, a, pp, &po, out ? out : "-");
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    remat_cli_ledger_destroy(L);
+    return rc;
+}
+
 int cmd_trace(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -125,8 +157,11 @@ int cmd_trace(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
+        REMAT_CLI_PP_LONG_OPTS,
         {NULL, 0, NULL, 0},
     };
+    remat_cli_pp pp;
+    remat_cli_pp_init(&pp);
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
     L.cmd = "trace";
@@ -148,6 +183,11 @@ int cmd_trace(int argc, char **argv)
             continue;
         }
         if ((lrc = remat_cli_time_option("trace", c, optarg, 0, &T)) >= 0) {
+            if (lrc != REMAT_EXIT_OK)
+                return lrc;
+            continue;
+        }
+        if ((lrc = remat_cli_pp_option("trace", c, optarg, &pp)) >= 0) {
             if (lrc != REMAT_EXIT_OK)
                 return lrc;
             continue;
@@ -225,6 +265,10 @@ int cmd_trace(int argc, char **argv)
         return remat_cli_usage_error("trace", "give one of --device and --flops-time, not both");
     if ((rc0 = remat_cli_time_load("trace", &T, NULL)) != REMAT_EXIT_OK)
         return rc0;
+    if ((rc0 = remat_cli_pp_check("trace", &pp)) != REMAT_EXIT_OK)
+        return rc0;
+    if (pp.set)
+        return trace_pipeline(argv[optind], plan_path, fmt, &T, &L, &pp, &o, budget_given, out);
 
     remat_graph *g;
     remat_analysis *a;

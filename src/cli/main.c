@@ -32,12 +32,13 @@ static const remat_command commands[] = {
     {"compare", cmd_compare,
      "GRAPH (--budget B | --activation-budget B) [--device NAME|FILE [--objective flops|time|step-time]] [--json] "
      "[--time-limit S] | GRAPH --sweep N [--svg FILE] "
-     "[--activation-budget 0]",
+     "[--activation-budget 0] | GRAPH --pp P [--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] "
+     "--budget B [--device NAME|FILE]",
      "run every strategy at one budget (a table), or sweep budgets (JSON and an SVG chart); exact gets "
      "--time-limit S seconds (default 1)"},
     {"replay", cmd_replay,
-     "GRAPH [PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
-     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--json]",
+     "GRAPH [PLAN | PIPELINE-PLAN] [--numeric [--scale K]] [--device NAME|FILE] [--json] [-o FILE] | GRAPH --pp P "
+     "[--microbatches M] [--pp-schedule S] [--pp-stages A:B,...] [--device NAME|FILE] [ledger options] [--json]",
      "replay a plan's schedule (store-all without PLAN): validate it, measure peak and FLOPs (and step time on a "
      "device)"},
     {"ledger", cmd_ledger,
@@ -50,7 +51,8 @@ static const remat_command commands[] = {
     {"trace", cmd_trace,
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
      "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
-     "--dp N --zero K, --deepspeed-config FILE] -o FILE",
+     "--dp N --zero K, --deepspeed-config FILE] -o FILE | GRAPH --pp P [--microbatches M] [--pp-schedule S] "
+     "[--pp-stages A:B,...] [--budget B] --device NAME|FILE --format chrome -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit,
      "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",

@@ -24,8 +24,19 @@
  * device whose peak is over is replanned at the largest stage budget that
  * makes it fit, found by bisection (about 12 plans per device): the
  * planner is exact about one microbatch, the bisection about the rest.
+ *
+ * With a device (o->device), the final plans are timed: a stage's forward
+ * is the sum of its FWD instructions' op times (remat/time.h: measured
+ * attrs.duration_ns, else the roofline), its backward the sum of its BWD
+ * and RECOMPUTE instructions', and each boundary tensor a SEND (latency +
+ * bytes / link bandwidth). The schedule is simulated once more with those
+ * figures, so the step, the bubble and the exposed send/recv are seconds.
+ * The stage's plans are not changed by timing them (--objective time
+ * changes them, through the planner, before).
  */
 #include "remat/pipeline.h"
+#include "remat/time.h"
+#include "pp_internal.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -35,12 +46,6 @@
     ((1u << REMAT_CAT_PARAMS) | (1u << REMAT_CAT_PARAM_GRADS) | (1u << REMAT_CAT_OPTIMIZER_STATE) |              \
      (1u << REMAT_CAT_MASTER_WEIGHTS) | (1u << REMAT_CAT_FROZEN))
 
-typedef struct {
-    remat_graph *g;
-    remat_analysis *a;
-    uint8_t *out_storage;  /* per tensor of the stage graph: 1 for the storage of an output */
-    uint64_t *grad_hold;   /* per op: bytes of the received gradients of the sent outputs it makes */
-} stage_graph;
 
 void remat_pp_result_destroy(remat_pp_result *r)
 {
@@ -56,8 +61,8 @@ void remat_pp_result_destroy(remat_pp_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static remat_status open_stage(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, stage_graph *sg,
-                               remat_pp_stage *st, remat_err *err)
+remat_status remat__pp_open_stage(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, stage_graph *sg,
+                                  remat_pp_stage *st, remat_err *err)
 {
     char *json;
     size_t len;
@@ -112,6 +117,7 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     remat_plan_destroy(&st->plan);
     remat_replay_result_destroy(&st->replay);
     remat_plan_options o = *base;
+    o.extras = st->extras;
     if (st->budget) {
         o.budget_kind = REMAT_BUDGET_TOTAL;
         o.budget = st->budget;
@@ -121,6 +127,12 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     remat_status s = remat_plan_make(sg->a, &o, &st->plan, &st->replay, err);
     if (s != REMAT_OK)
         return s;
+    return remat__pp_measure_stage(sg, st, bwd_time, err);
+}
+
+remat_status remat__pp_measure_stage(const stage_graph *sg, remat_pp_stage *st, double *bwd_time, remat_err *err)
+{
+    remat_status s;
     const remat_replay_result *r = &st->replay;
     st->persistent = 0;
     for (int c = 0; c < REMAT_CAT_COUNT; c++)
@@ -143,7 +155,7 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     if (!kept)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning a pipeline stage");
     remat_replay_cursor *cur = NULL;
-    s = remat_replay_begin(sg->a, NULL, NULL, &cur, err);
+    s = remat_replay_begin(sg->a, &st->extras, NULL, &cur, err);
     uint64_t extra = 0, running = 0;
     int seen_bwd = 0;
     for (size_t i = 0; s == REMAT_OK && i < st->plan.schedule.n; i++) {
@@ -179,6 +191,32 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     return s;
 }
 
+/* Stage st's forward, recomputation and backward seconds on device dev,
+ * summed over its plan's instructions (see the file comment). */
+static remat_status time_stage(const stage_graph *sg, const remat_device *dev, remat_pp_stage *st, remat_err *err)
+{
+    remat_op_times t;
+    remat_status s = remat_op_times_init(sg->a, dev, &t, err);
+    if (s != REMAT_OK)
+        return s;
+    st->fwd_time = st->bwd_time = st->recompute_time = 0;
+    for (size_t i = 0; i < st->plan.schedule.n; i++) {
+        remat_instr in = st->plan.schedule.ins[i];
+        if (in.kind == REMAT_I_FWD)
+            st->fwd_time += t.fwd[in.arg];
+        else if (in.kind == REMAT_I_RECOMPUTE)
+            st->recompute_time += t.fwd[in.arg];
+        else if (in.kind == REMAT_I_BWD)
+            st->bwd_time += t.bwd[in.arg];
+    }
+    st->n_measured = t.n_fwd_measured + t.n_bwd_measured;
+    st->n_timed = 2 * t.n_ops;
+    remat_op_times_destroy(&t);
+    st->act_send_time = remat_time_collective(dev, REMAT_COLL_SEND, st->send_bytes, 2);
+    st->grad_send_time = remat_time_collective(dev, REMAT_COLL_SEND, st->recv_bytes, 2);
+    return REMAT_OK;
+}
+
 /* The device's peak from the timeline's events (see the file comment). */
 static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *counts)
 {
@@ -205,8 +243,80 @@ static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *coun
     return base + worst;
 }
 
+void remat__pp_close_stages(stage_graph *sg, uint32_t n)
+{
+    for (uint32_t v = 0; sg && v < n; v++) {
+        remat__free(sg[v].out_storage);
+        remat__free(sg[v].grad_hold);
+        remat_analysis_destroy(sg[v].a);
+        remat_graph_destroy(sg[v].g);
+    }
+    remat__free(sg);
+}
+
+remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const remat_device *device, double *fwd,
+                              double *bwd, remat_err *err)
+{
+    const remat_pp_config *c = &r->config;
+    const uint32_t P = c->stages, n = r->n_stages;
+    remat_status s = REMAT_OK;
+    remat_pp_timeline_destroy(&r->timeline);
+    if (device) {
+        double *act = remat__calloc(n, sizeof *act), *grad = remat__calloc(n, sizeof *grad);
+        if (!act || !grad)
+            s = remat_err_set(err, REMAT_ENOMEM, "out of memory timing a pipeline of %u stages", n);
+        r->timed = true;
+        r->device = *device;
+        for (uint32_t v = 0; v < n && s == REMAT_OK; v++) {
+            remat_pp_stage *st = &r->stages[v];
+            s = time_stage(&sg[v], device, st, err);
+            fwd[v] = st->fwd_time;
+            bwd[v] = st->bwd_time + st->recompute_time;
+            act[v] = st->act_send_time;
+            grad[v] = st->grad_send_time;
+        }
+        if (s != REMAT_OK && s != REMAT_ENOMEM) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            remat_status code = err->code ? err->code : s;
+            remat_err_init(err);
+            s = remat_err_set(err, code, "timing the pipeline's stages: %s", msg);
+        }
+        if (s == REMAT_OK) {
+            remat_pp_link link = {act, grad};
+            s = remat_pp_simulate_linked(c, fwd, bwd, &link, &r->timeline, err);
+        }
+        remat__free(act);
+        remat__free(grad);
+    } else {
+        s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err);
+    }
+    if (s != REMAT_OK)
+        return s;
+    uint64_t *counts = remat__calloc(c->chunks, sizeof *counts);
+    if (!counts)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory judging a pipeline of %u stages", n);
+    /* The order of events, hence each device's peak, does not depend on
+     * the durations: this is the figure the planning judged. */
+    for (uint32_t d = 0; d < P; d++)
+        r->device_peak[d] = device_peak(r, d, counts);
+    remat__free(counts);
+    r->largest = 0;
+    for (uint32_t d = 1; d < P; d++)
+        if (r->device_peak[d] > r->device_peak[r->largest])
+            r->largest = d;
+    return REMAT_OK;
+}
+
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err)
+{
+    return remat_pp_plan_staged(a, c, cuts, by, o, NULL, r, err);
+}
+
+remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
+                                  remat_pp_balance by, const remat_plan_options *o,
+                                  const remat_exec_extras *stage_extras, remat_pp_result *r, remat_err *err)
 {
     memset(r, 0, sizeof *r);
     remat_status s = remat_pp_check(c, err);
@@ -217,11 +327,16 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
                                                 "peak; use --budget");
     const remat_exec_extras none = {0};
     if (memcmp(&o->extras, &none, sizeof none) != 0)
-        return remat_err_set(err, REMAT_EINVAL, "--pp does not take the ledger's options yet (each stage would need "
-                                                "its own share of the optimizer state)");
+        return remat_err_set(err, REMAT_EINVAL, "pipeline: the ledger's state goes per stage (stage_extras), not in "
+                                                "the plan options");
+    for (uint32_t v = 0; stage_extras && v < c->stages * c->chunks; v++)
+        if (stage_extras[v].sharding)
+            return remat_err_set(err, REMAT_EINVAL, "--dp with --pp: a pipeline stage's data-parallel sharding is not "
+                                                    "modelled yet");
     const uint32_t P = c->stages, V = c->chunks, n = P * V;
     r->config = *c;
     r->n_stages = n;
+    r->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
     r->stages = remat__calloc(n, sizeof *r->stages);
     r->device_peak = remat__calloc(P, sizeof *r->device_peak);
     uint32_t *cut = remat__malloc(((size_t)n + 1) * sizeof *cut);
@@ -245,7 +360,9 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
         st->device = v % P;
         st->chunk = v / P;
         st->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
-        s = open_stage(a, st->first, st->end, v, &sg[v], st, err);
+        if (stage_extras)
+            st->extras = stage_extras[v];
+        s = remat__pp_open_stage(a, st->first, st->end, v, &sg[v], st, err);
         if (s == REMAT_OK)
             s = plan_stage(&sg[v], o, st, &bwd[v], err);
         fwd[v] = st->fwd_flops;
@@ -315,22 +432,9 @@ remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, co
     }
     if (s != REMAT_OK)
         goto out;
-    /* The final plans' recomputation is part of each backward. */
-    remat_pp_timeline_destroy(&r->timeline);
-    if ((s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err)) != REMAT_OK)
-        goto out;
-    r->largest = 0;
-    for (uint32_t d = 1; d < P; d++)
-        if (r->device_peak[d] > r->device_peak[r->largest])
-            r->largest = d;
+    s = remat__pp_finish(r, sg, o->device, fwd, bwd, err);
 out:
-    for (uint32_t v = 0; sg && v < n; v++) {
-        remat__free(sg[v].out_storage);
-        remat__free(sg[v].grad_hold);
-        remat_analysis_destroy(sg[v].a);
-        remat_graph_destroy(sg[v].g);
-    }
-    remat__free(sg);
+    remat__pp_close_stages(sg, n);
     remat__free(cut);
     remat__free(fwd);
     remat__free(bwd);

@@ -15,8 +15,16 @@
  * an internal error rather than a hang.
  *
  * Durations are inputs: unit times, FLOPs over a rate, or a time model's
- * per-stage figures. Communication is not timed here (a send is free); a
- * time model that costs it adds it to the stage durations.
+ * per-stage figures. Sends are free unless a link is given
+ * (remat_pp_simulate_linked): then each boundary tensor travels on the
+ * sending device's own link stream, one per direction (the activation to
+ * the next stage, the input gradient to the previous one), as a pipeline
+ * runtime's isend does (Megatron-LM's p2p_communication; tests/torch/
+ * pp_1f1b.py): the sender computes on while it travels, the receiver's
+ * event waits for its arrival, and a transfer waits for the one before it
+ * on the same stream. The part of a device's wait that lies after the
+ * producing event ended is the exposed send/recv time; the rest of its
+ * idle time is the bubble.
  */
 #include "remat/pipeline.h"
 #include "../util/util_internal.h"
@@ -134,27 +142,50 @@ void remat_pp_timeline_destroy(remat_pp_timeline *t)
         return;
     remat__free(t->events);
     remat__free(t->max_in_flight);
+    remat__free(t->sends);
+    remat__free(t->device_busy);
+    remat__free(t->device_exposed);
     memset(t, 0, sizeof *t);
 }
 
 remat_status remat_pp_simulate(const remat_pp_config *c, const double *fwd, const double *bwd, remat_pp_timeline *t,
                                remat_err *err)
 {
+    return remat_pp_simulate_linked(c, fwd, bwd, NULL, t, err);
+}
+
+remat_status remat_pp_simulate_linked(const remat_pp_config *c, const double *fwd, const double *bwd,
+                                      const remat_pp_link *link, remat_pp_timeline *t, remat_err *err)
+{
     memset(t, 0, sizeof *t);
     remat_status st = remat_pp_check(c, err);
     if (st != REMAT_OK)
         return st;
     const uint32_t P = c->stages, M = c->microbatches, V = c->chunks, S = P * V;
-    for (uint32_t v = 0; v < S; v++)
+    for (uint32_t v = 0; v < S; v++) {
         if (!isfinite(fwd[v]) || !isfinite(bwd[v]) || fwd[v] < 0 || bwd[v] < 0)
             return remat_err_set(err, REMAT_EINVAL, "stage %u: durations must be finite and >= 0", v);
+        if (link && (!isfinite(link->act[v]) || !isfinite(link->grad[v]) || link->act[v] < 0 || link->grad[v] < 0))
+            return remat_err_set(err, REMAT_EINVAL, "stage %u: send times must be finite and >= 0", v);
+    }
     const size_t per_dev = (size_t)M * V * 2, n = per_dev * P, cells = (size_t)M * S;
+    /* Every boundary of every microbatch crosses once each way. */
+    const size_t n_sends = link ? (size_t)M * (S - 1) * 2 : 0;
     t->events = remat__calloc(n, sizeof *t->events);
     t->max_in_flight = remat__calloc(P, sizeof *t->max_in_flight);
+    t->device_busy = remat__calloc(P, sizeof *t->device_busy);
+    t->device_exposed = remat__calloc(P, sizeof *t->device_exposed);
+    t->sends = n_sends ? remat__calloc(n_sends, sizeof *t->sends) : NULL;
+    /* fend/bend: when a cell's forward (backward) ended; farr/barr: when
+     * its result arrived at the device that reads it (the same without a
+     * link). link_free: per device and direction, when its stream is free. */
     double *fend = remat__malloc(cells * sizeof *fend), *bend = remat__malloc(cells * sizeof *bend);
+    double *farr = remat__malloc(cells * sizeof *farr), *barr = remat__malloc(cells * sizeof *barr);
+    double *link_free = remat__calloc((size_t)P * 2, sizeof *link_free);
     size_t *next = remat__calloc(P, sizeof *next);
     double *free_at = remat__calloc(P, sizeof *free_at);
-    if (!t->events || !t->max_in_flight || !fend || !bend || !next || !free_at) {
+    if (!t->events || !t->max_in_flight || !t->device_busy || !t->device_exposed || (n_sends && !t->sends) || !fend ||
+        !bend || !farr || !barr || !link_free || !next || !free_at) {
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory simulating a pipeline of %u x %u", P, M);
         goto out;
     }
@@ -163,7 +194,7 @@ remat_status remat_pp_simulate(const remat_pp_config *c, const double *fwd, cons
     t->microbatches = M;
     t->n_events = n;
     for (size_t i = 0; i < cells; i++)
-        fend[i] = bend[i] = -1;
+        fend[i] = bend[i] = farr[i] = barr[i] = -1;
     for (uint32_t d = 0; d < P; d++)
         device_order(c, d, t->events + (size_t)d * per_dev);
     size_t done = 0;
@@ -175,20 +206,52 @@ remat_status remat_pp_simulate(const remat_pp_config *c, const double *fwd, cons
                 remat_pp_event *e = &ev[next[d]];
                 const uint32_t v = e->chunk * P + d;
                 const size_t cell = (size_t)e->microbatch * S + v;
-                double dep = 0;
-                if (!e->backward && v > 0)
-                    dep = fend[cell - 1];
-                else if (e->backward)
-                    dep = v + 1 < S ? bend[cell + 1] : fend[cell];
+                /* dep: when the input arrives; made: when its producer
+                 * ended (equal without a link). */
+                double dep = 0, made = 0;
+                if (!e->backward && v > 0) {
+                    dep = farr[cell - 1];
+                    made = fend[cell - 1];
+                } else if (e->backward && v + 1 < S) {
+                    dep = barr[cell + 1];
+                    made = bend[cell + 1];
+                } else if (e->backward) {
+                    dep = made = fend[cell];
+                }
                 if (dep < 0 || (e->backward && fend[cell] < 0))
                     break;
                 e->start = dep > free_at[d] ? dep : free_at[d];
+                {
+                    double ready = made > free_at[d] ? made : free_at[d];
+                    e->wait_comm = e->start > ready ? e->start - ready : 0;
+                }
                 e->end = e->start + (e->backward ? bwd[v] : fwd[v]);
                 free_at[d] = e->end;
                 (e->backward ? bend : fend)[cell] = e->end;
+                /* Its result travels to the stage that reads it. */
+                double arrive = e->end;
+                int sends = e->backward ? v > 0 : v + 1 < S;
+                if (link && sends) {
+                    double *lf = &link_free[(size_t)d * 2 + e->backward];
+                    remat_pp_send *x = &t->sends[t->n_sends++];
+                    x->from = d;
+                    x->to = e->backward ? (v - 1) % P : (v + 1) % P;
+                    x->chunk = e->chunk;
+                    x->microbatch = e->microbatch;
+                    x->backward = e->backward;
+                    x->start = e->end > *lf ? e->end : *lf;
+                    x->end = x->start + (e->backward ? link->grad[v] : link->act[v]);
+                    *lf = arrive = x->end;
+                }
+                (e->backward ? barr : farr)[cell] = arrive;
                 t->busy += e->end - e->start;
+                t->device_busy[d] += e->end - e->start;
+                t->device_exposed[d] += e->wait_comm;
+                t->exposed_comm += e->wait_comm;
                 if (e->end > t->step_time)
                     t->step_time = e->end;
+                if (arrive > t->step_time) /* never: the last event sends nothing */
+                    t->step_time = arrive;
                 next[d]++;
                 done++;
             }
@@ -215,13 +278,21 @@ remat_status remat_pp_simulate(const remat_pp_config *c, const double *fwd, cons
         }
     }
     {
-        double total = t->step_time * P;
-        t->bubble_fraction = total > 0 ? (total - t->busy) / total : 0;
-        t->bubble_ratio = t->busy > 0 ? (total - t->busy) / t->busy : 0;
+        /* The bubble is the idle time the schedule itself makes: waits on
+         * a link are counted apart, as exposed send/recv. */
+        double total = t->step_time * P, idle = total - t->busy - t->exposed_comm;
+        if (idle < 0) /* rounding of sums that cancel */
+            idle = 0;
+        t->bubble_time = idle;
+        t->bubble_fraction = total > 0 ? idle / total : 0;
+        t->bubble_ratio = t->busy > 0 ? idle / t->busy : 0;
     }
 out:
     remat__free(fend);
     remat__free(bend);
+    remat__free(farr);
+    remat__free(barr);
+    remat__free(link_free);
     remat__free(next);
     remat__free(free_at);
     if (st != REMAT_OK)

@@ -131,6 +131,16 @@ static int64_t made_at(const remat_analysis *a, uint32_t t)
     return p == REMAT_NONE ? -1 : (int64_t)a->pos[p];
 }
 
+/* A tensor's element type, when the graph names one: the time model's
+ * roofline picks its peak by it (remat/time.h). */
+static void put_dtype(remat_buf *b, const remat_tensor *T)
+{
+    if (T->dtype && *T->dtype) {
+        remat_buf_puts(b, ", \"dtype\": ");
+        remat_buf_json_str(b, T->dtype);
+    }
+}
+
 remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint32_t end, uint32_t k, char **json,
                                   size_t *len, remat_err *err)
 {
@@ -206,6 +216,7 @@ remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint3
         put_str(&b, T->id);
         remat_buf_puts(&b, ", \"bytes\": ");
         put_u64(&b, T->logical_bytes);
+        put_dtype(&b, T);
         if ((role[t] == 2 && a->grad_flows[t]) || (role[t] == 1 && T->requires_grad))
             remat_buf_puts(&b, ", \"requires_grad\": true");
         remat_buf_puts(&b, "}");
@@ -220,6 +231,7 @@ remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint3
         put_str(&b, T->id);
         remat_buf_puts(&b, ", \"bytes\": ");
         put_u64(&b, T->logical_bytes);
+        put_dtype(&b, T);
         if (T->frozen)
             remat_buf_puts(&b, ", \"frozen\": true");
         remat_buf_puts(&b, "}");
@@ -240,6 +252,7 @@ remat_status remat_pp_stage_graph(const remat_analysis *a, uint32_t first, uint3
             put_str(&b, T->id);
             remat_buf_puts(&b, ", \"bytes\": ");
             put_u64(&b, T->logical_bytes);
+            put_dtype(&b, T);
             if (T->alias_of != REMAT_NONE) {
                 remat_buf_puts(&b, ", \"alias_of\": ");
                 put_str(&b, g->tensors[T->alias_of].id);

@@ -398,6 +398,17 @@ static int bench_fidelity(const char *remat)
     return run_python("fidelity", "scripts/torch_fidelity.py", "--set all ", remat);
 }
 
+/* ------------------------------------------------------------ pp-time */
+
+/* The same for a pipeline (scripts/bench_pp_time.py): tests/torch/
+ * pp_1f1b.py's 1F1B run over 2 and 4 gloo processes on loopback, predicted
+ * by `remat replay --pp P --device` from this CPU's measured op durations
+ * and a measured gloo link, beside the median real step. */
+static int bench_pp_time(const char *remat)
+{
+    return run_python("pp-time", "scripts/bench_pp_time.py", "", remat);
+}
+
 /* --------------------------------------------------------------- main */
 
 typedef struct {
@@ -424,6 +435,9 @@ static const bench benches[] = {
     {"fidelity", "the exporter on every torchvision classification and segmentation model, nn.LSTM and "
                  "nn.TransformerEncoder: saved bytes against autograd's hooks, store-all peak against the profiler",
      bench_fidelity},
+    {"pp-time", "predicted step time of a real 1F1B pipeline over 2 and 4 gloo processes (remat replay --pp "
+                "--device, measured op durations and link) beside the measured one",
+     bench_pp_time},
     {"peers", "Checkmate's graphs (PEERS=DIR, default ../shared/checkmate-graphs): import against its README, "
               "every strategy at 0.6-0.9 of its peak and its budgets",
      bench_peers},

@@ -41,7 +41,6 @@ expect pp_interleaved_multiple 2 "multiple of --pp (2)" -- \
     "$REMAT" plan "$T/c8.json" --pp 2 --microbatches 3 --pp-schedule interleaved:2
 expect pp_bad_stages 2 "entry 2 (5:8) must start at 4" -- "$REMAT" plan "$T/c8.json" --pp 2 --pp-stages 0:4,5:8
 expect pp_too_many_stages 2 "every stage needs at least one op" -- "$REMAT" plan "$T/c8.json" --pp 9
-expect pp_no_output 2 "-o with --pp" -- "$REMAT" plan "$T/c8.json" --pp 2 -o "$T/p.json"
 expect pp_no_activation_budget 2 "--activation-budget with --pp" -- \
     "$REMAT" plan "$T/c8.json" --pp 2 --activation-budget 8MiB
 
@@ -50,3 +49,44 @@ expect pp_replay 0 "device 0 peak 12.01 MiB (12591104 B), 2 in flight  <- larges
     "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8
 expect pp_replay_no_plan 2 "--pp replays each stage's store-all schedule" -- \
     "$REMAT" replay "$T/c8.json" "$T/c8.json" --pp 2
+
+# compare --pp: every strategy under the same pipeline. Store-all's device 0
+# peaks at 12591104 B (above), so at 10 MiB it is refused with that figure,
+# while every feasible row's largest device stays within the budget.
+expect pp_compare_refused 0 "store-all          no        pipeline device 0: with 2 microbatches in flight no plan of its stages fits the budget of 10485760 B (the least its search reached: 12591104 B)" -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB
+expect pp_compare_within 0 "every feasible row within 10485760" -- sh -c "'$REMAT' compare '$T/c8.json' --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB | awk '\$2 == \"yes\" { n++; if (\$3 > 10485760) bad++ } END { if (n > 0 && !bad) print \"every feasible row within 10485760\" }'"
+expect pp_compare_store_all 0 '{"strategy": "store-all", "feasible": true, "peak_bytes": 12591104, "largest_device": 0' -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 13MiB --json
+expect pp_compare_no_sweep 2 "--pp compares at one per-device --budget B" -- \
+    "$REMAT" compare "$T/c8.json" --pp 2 --sweep 4
+
+# Pipeline plan files: plan --pp -o writes every stage's plan, replay reads
+# them back and prints the same devices (each stage replayed again, not read).
+"$REMAT" plan "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --budget 10MiB -o "$T/c8.ppplan" | grep '^device' >"$T/pp-planned.txt"
+expect pp_file_format 0 '"format": "remat-pp-plan", "version": 1' -- cat "$T/c8.ppplan"
+expect pp_file_same_devices 0 "same devices" -- sh -c "'$REMAT' replay '$T/c8.json' '$T/c8.ppplan' | grep '^device' | cmp -s - '$T/pp-planned.txt' && echo same devices"
+expect pp_file_budget_met 0 "budget (total, per device) 10.00 MiB (10485760 B): met" -- "$REMAT" replay "$T/c8.json" "$T/c8.ppplan"
+# A budget the devices do not meet (edited), another graph, other cuts, and
+# a stage schedule that does not replay are refused, each naming its place.
+sed 's/"budget": 10485760/"budget": 9000000/' "$T/c8.ppplan" >"$T/over.ppplan"
+expect pp_file_over_budget 1 "over.ppplan: device 0 peaks at 9.01 MiB (9445376 B), over the plan's budget of 8.58 MiB (9000000 B)" -- "$REMAT" replay "$T/c8.json" "$T/over.ppplan"
+"$REMAT" gen chain --ops 9 --param-bytes 1KiB -o "$T/c9.json"
+expect pp_file_other_graph 3 "this pipeline plan was made for graph 'chain8'" -- "$REMAT" replay "$T/c9.json" "$T/c8.ppplan"
+sed 's/"cuts": \[0, 4, 8\]/"cuts": [0, 3, 8]/' "$T/c8.ppplan" >"$T/recut.ppplan"
+expect pp_file_recut 3 "recut.ppplan: stages[0]" -- "$REMAT" replay "$T/c8.json" "$T/recut.ppplan"
+sed 's/"cuts": \[0, 4, 8\]/"cuts": [0, 8, 8]/' "$T/c8.ppplan" >"$T/empty.ppplan"
+expect pp_file_empty_stage 3 "cuts[2]: cuts must rise from 0 to the graph's 8 ops" -- "$REMAT" replay "$T/c8.json" "$T/empty.ppplan"
+sed 's/"BWD t6", *//' "$T/c8.ppplan" >"$T/nobwd.ppplan"
+expect pp_file_bad_schedule 1 "stages[1]: the schedule is not valid: instruction 10 (BWD t5): gradient of 't5' is incomplete" -- "$REMAT" replay "$T/c8.json" "$T/nobwd.ppplan"
+expect pp_file_no_numeric 2 "a pipeline plan replays per stage" -- "$REMAT" replay "$T/c8.json" "$T/c8.ppplan" --numeric
+
+# The ledger's options with --pp: each stage's state from its own params.
+# c8's params are 1 KiB f32 each, four per stage, so Adam's two f32 moments
+# add 2 x 4 x 1024 = 8192 B to each device: 12591104 + 8192 = 12599296 B.
+expect pp_ledger_adam 0 "device 0 peak 12.02 MiB (12599296 B), 2 in flight  <- largest" -- \
+    "$REMAT" plan "$T/c8.json" --strategy store-all --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --optimizer adam
+expect pp_ledger_replay 0 "device 0 peak 12.02 MiB (12599296 B)" -- \
+    "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --optimizer adam
+expect pp_ledger_no_dp 2 "--dp, --shard and --deepspeed-config with --pp" -- \
+    "$REMAT" plan "$T/c8.json" --pp 2 --optimizer adam --dp 4

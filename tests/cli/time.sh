@@ -46,6 +46,27 @@ expect time_bad_duration 3 'ops[0].attrs.duration_ns (op' -- "$REMAT" replay "$T
 expect time_compare 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 1000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
 expect time_compare_step 0 '"step_time_s": 5.1008e-05' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --json
 expect time_compare_objective 0 '"strategy": "auto", "feasible": true, "peak_bytes": 14004, "budgeted_peak_bytes": 14004, "extra_flops": 4000000' -- "$REMAT" compare $TF/pq.json --budget 14500 --device $TF/unit-device.json --objective time --json
-# A pipeline is timed in its own FLOP units for now: --device beside --pp is refused, not ignored.
-expect time_pp_refused 2 '--device with --pp' -- "$REMAT" replay graphs/transformer4.json --pp 2 --device h200
-expect time_pp_plan_refused 2 '--device with --pp' -- "$REMAT" plan graphs/transformer4.json --pp 2 --budget 16MiB --device h200
+# A pipeline in time: two measured ops (1 us forward, 2 us backward each),
+# one per stage, and a link of 1 us latency and 4096 B/us, so each 4096 B
+# boundary send takes 2 us. By hand, one microbatch: F0 [0,1], send [1,3],
+# F1 [3,4], B1 [4,6], send [6,8], B0 [8,10]: step 10 us, each device waits
+# 2 us on the link (4 us exposed), and 2 x 10 - 6 - 4 = 10 us of bubble (50%).
+printf '%s' '{"format": "remat-graph", "version": 1, "inputs": [{"id": "x", "bytes": 4096}],
+ "params": [{"id": "w0", "bytes": 1024}, {"id": "w1", "bytes": 1024}],
+ "ops": [{"id": "h0", "op": "matmul", "inputs": ["x", "w0"], "bytes": 4096, "flops": 1000, "attrs": {"duration_ns": 1000, "bwd_duration_ns": 2000}},
+  {"id": "h1", "op": "matmul", "inputs": ["h0", "w1"], "bytes": 4096, "flops": 1000, "attrs": {"duration_ns": 1000, "bwd_duration_ns": 2000}}],
+ "outputs": ["h1"]}' >"$T/pp2.json"
+printf '%s' '{"format": "remat-device", "version": 1, "name": "link", "peak_flops": {"f32": 1e12}, "memory_bandwidth": 1e12, "link_bandwidth": 4096e6, "link_latency": 1e-6}' >"$T/link.json"
+expect time_pp_step 0 'step 10.0000 us on link (op times: 4 of 4 measured' -- "$REMAT" replay "$T/pp2.json" --pp 2 --device "$T/link.json"
+expect time_pp_bubble 0 'bubble 50.00% of device time (166.67% of the ideal), exposed send/recv 4.0000 us' -- "$REMAT" replay "$T/pp2.json" --pp 2 --device "$T/link.json"
+expect time_pp_device 0 '0            3.0000       0.0000             2.0000       5.0000' -- "$REMAT" replay "$T/pp2.json" --pp 2 --device "$T/link.json"
+expect time_pp_json 0 '"time": {"device": "link", "step_s": 1.00000000000000' -- "$REMAT" plan "$T/pp2.json" --pp 2 --device "$T/link.json" --json
+# The Chrome trace of the same pipeline: device 1's forward starts when the
+# activation has arrived (3 us), the gradient's send is on device 1's lane 2.
+expect time_pp_trace_f1 0 '"name": "F mb 0 stage 1", "cat": "forward", "ph": "X", "ts": 3.000, "dur": 1.000, "pid": 1, "tid": 0' -- "$REMAT" trace "$T/pp2.json" --pp 2 --device "$T/link.json" --format chrome
+expect time_pp_trace_send 0 '"name": "send grad mb 0 to device 0", "cat": "send_gradient", "ph": "X", "ts": 6.000, "dur": 2.000, "pid": 1, "tid": 2' -- "$REMAT" trace "$T/pp2.json" --pp 2 --device "$T/link.json" --format chrome
+expect time_pp_trace_needs_device 2 '--pp traces the pipeline on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format chrome
+expect time_pp_trace_svg 2 '--pp traces the pipeline on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format svg
+# A stage op the device cannot time is the graph's error, naming the op.
+sed 's/"bytes": 4096, "flops": 1000, "attrs": {"duration_ns": 1000, "bwd_duration_ns": 2000}}],/"bytes": 4096, "dtype": "bf16", "flops": 1000}],/' "$T/pp2.json" >"$T/pp2-bf16.json"
+expect time_pp_untimed_op 3 "has no bf16 peak" -- "$REMAT" replay "$T/pp2-bf16.json" --pp 2 --device v100-sxm2

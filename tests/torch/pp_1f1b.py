@@ -26,6 +26,11 @@ saves its inputs, ReLU its output, the sum nothing, as autograd does), then
 Prints both and their ratio per stage; exits 1 if a ratio is further than the
 tolerance from 1. Bounded: one step, a timeout on every process. Prints a
 skip line and exits 0 without torch.
+
+For scripts/bench_pp_time.py (`make bench BENCH=pp-time`) the same worker
+also times whole steps (time_steps: the profiler off, one warm-up step, then
+each step between barriers, its time the slowest rank's), and `mlp` is the
+whole model as one module, for scripts/export_torch.py --measure-durations.
 """
 import argparse
 import json
@@ -34,6 +39,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import torch
@@ -67,7 +73,20 @@ def stage_module(s, P):
     return torch.nn.Sequential(*mods)
 
 
-def worker(s, P, port, q):
+def mlp():
+    """The whole model of every stage together (its weights differ from the stages' seeds; its shapes and ops do
+    not): export_torch.py's factory, input (B, D) with --batch B."""
+    mods = []
+    for _ in range(LAYERS):
+        mods += [torch.nn.Linear(D, D, bias=False), torch.nn.ReLU()]
+    mods.append(torch.nn.Linear(D, 1, bias=False))
+    m = torch.nn.Sequential(*mods)
+    m.remat_input = {"shape": (D,)}
+    m.remat_loss = "sum"
+    return m
+
+
+def worker(s, P, port, q, time_steps=0):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
@@ -118,8 +137,7 @@ def worker(s, P, port, q):
             pending.append(dist.isend(x.grad, s - 1, tag=M + i))
         del x
 
-    dist.barrier()
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    def step():
         nf = nb = 0
         for _ in range(warm):
             forward(nf)
@@ -133,6 +151,31 @@ def worker(s, P, port, q):
             backward(nb)
             nb += 1
         flush()
+
+    if time_steps:
+        # Forward and backward of every microbatch, no optimizer (the
+        # prediction covers the same); gradients accumulate over the steps,
+        # which costs nothing extra.
+        # Each step's wall time is the slowest rank's; its CPU share is the
+        # ranks' CPU time (process-wide, gloo's threads included) over P x
+        # the wall time: below 1 when P processes share fewer cores.
+        times = []
+        for i in range(time_steps + 1):
+            dist.barrier()
+            t0, c0 = time.perf_counter(), time.process_time()
+            step()
+            w = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+            c = torch.tensor([time.process_time() - c0], dtype=torch.float64)
+            dist.all_reduce(w, op=dist.ReduceOp.MAX)
+            dist.all_reduce(c, op=dist.ReduceOp.SUM)
+            if i:  # the first step warms up
+                times.append((w.item(), c.item() / (P * w.item())))
+        q.put((s, times, params))
+        dist.destroy_process_group()
+        return
+    dist.barrier()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
     dist.barrier()
     q.put((s, profiler_peak(prof), params))
     dist.destroy_process_group()
@@ -181,11 +224,11 @@ def free_port():
     return p
 
 
-def run(P):
+def run(P, time_steps=0):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=worker, args=(s, P, port, q)) for s in range(P)]
+    procs = [ctx.Process(target=worker, args=(s, P, port, q, time_steps)) for s in range(P)]
     for p in procs:
         p.start()
     res = {}
