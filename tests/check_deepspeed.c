@@ -384,6 +384,53 @@ START_TEST(deepspeed_should_read_its_config)
 }
 END_TEST
 
+/* stage3_max_reuse_distance (partitioned_param_coordinator.py
+ * __params_to_release): after a module runs, the modules that follow are
+ * walked, summing their params' elements, until the sum reaches the
+ * distance; a param one of them uses stays gathered. On ODD over 4 ranks,
+ * store-all, no prefetch: the forward reads 1, 1, 1, 14 elements (a, b,
+ * c, d), the backward 14, 1, 1, 1 (d, c, b, a). Between d's forward and
+ * its backward nothing is read (0); between c's: d twice, 28; b's: 30;
+ * a's: 32. So a distance of 1 keeps d (3 Psi - 14 = 37 elements moved),
+ * 29 keeps c too (36), 31 b (35), 33 everything (2 Psi = 34). Gathered
+ * (each param padded to 4 elements, bf16): a, b, c 8 B each, d 32 B; the
+ * most held at once is 32 B (0 and 1), 40 (29: c and d), 48 (31), 56 (33:
+ * the whole model). */
+START_TEST(deepspeed_should_keep_params_reused_within_the_distance)
+{
+    remat_graph *g;
+    remat_analysis *a = t_analyze(ODD, &g);
+    const uint64_t dist[5] = {0, 1, 29, 31, 33}, comm[5] = {51, 37, 36, 35, 34}, held[5] = {32, 32, 40, 48, 56};
+    for (int k = 0; k < 5; k++) {
+        remat_shard_config sc;
+        remat_shard_config_init(&sc, 3, 4);
+        sc.prefetch_elements = 0;
+        sc.max_reuse_elements = dist[k];
+        remat_sharding sh;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_int_eq(remat_sharding_init(a, &sc, &sh, &err), REMAT_OK);
+        remat_exec_extras x = {0};
+        x.sharding = &sh;
+        remat_schedule s;
+        build_keep(a, NULL, &s);
+        remat_replay_result r;
+        ck_assert_int_eq(remat_replay(a, &s, &x, NULL, &r, &err), REMAT_OK);
+        ck_assert_msg(r.valid, "%s", err.msg);
+        ck_assert_msg(r.comm_elements == comm[k], "distance %llu: %llu elements moved, by hand %llu",
+                      (unsigned long long)dist[k], (unsigned long long)r.comm_elements, (unsigned long long)comm[k]);
+        ck_assert_msg(r.category_peak[REMAT_CAT_GATHERED_PARAMS] == held[k], "distance %llu: %llu B gathered, by hand %llu",
+                      (unsigned long long)dist[k], (unsigned long long)r.category_peak[REMAT_CAT_GATHERED_PARAMS],
+                      (unsigned long long)held[k]);
+        remat_replay_result_destroy(&r);
+        remat_schedule_destroy(&s);
+        remat_sharding_destroy(&sh);
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *deepspeed_suite(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -394,6 +441,7 @@ Suite *deepspeed_suite(void)
     tcase_add_test(tc, deepspeed_should_count_adam_step_where_it_lives);
     tcase_add_test(tc, deepspeed_should_offload_the_optimizer_to_the_host);
     tcase_add_test(tc, deepspeed_should_read_its_config);
+    tcase_add_test(tc, deepspeed_should_keep_params_reused_within_the_distance);
     suite_add_tcase(s, tc);
     return s;
 }

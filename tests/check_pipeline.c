@@ -19,6 +19,7 @@
  * device's exposed wait, the bubble).
  */
 #include "test_util.h"
+#include "util/util_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -509,6 +510,79 @@ START_TEST(pipeline_should_hold_each_stage_state_once)
 }
 END_TEST
 
+/* One pipeline job: plan (timed, under a budget), write its plan file, read
+ * it back, trace it. *peak and *doc: the figures to compare. */
+static remat_status pp_job(const remat_analysis *a, const remat_device *d, uint64_t budget, uint64_t *peak,
+                           size_t *doc, remat_err *err)
+{
+    const remat_pp_config c = {REMAT_PP_1F1B, 2, 3, 1};
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    o.strategy = "revolve";
+    o.budget_kind = REMAT_BUDGET_TOTAL;
+    o.budget = budget;
+    o.device = d;
+    remat_pp_result r, back;
+    memset(&back, 0, sizeof back);
+    *peak = 0;
+    *doc = 0;
+    remat_status st = remat_pp_plan(a, &c, NULL, REMAT_PP_BALANCE_FLOPS, &o, &r, err);
+    char *text = NULL, *trace = NULL;
+    size_t len = 0, tlen = 0;
+    if (st == REMAT_OK && !(text = remat_pp_plan_write(a, &r, &len, err)))
+        st = err->code;
+    if (st == REMAT_OK)
+        st = remat_pp_plan_load_json(a, text, len, "oom", d, &back, err);
+    if (st == REMAT_OK && !(trace = remat_pp_trace_chrome(&back, &tlen, err)))
+        st = err->code;
+    if (st == REMAT_OK) {
+        *peak = back.device_peak[0] + back.device_peak[1];
+        *doc = len + tlen;
+    }
+    remat_free(text);
+    remat_free(trace);
+    remat_pp_result_destroy(&back);
+    remat_pp_result_destroy(&r);
+    return st;
+}
+
+/* Out of memory anywhere in that job: every allocation fails once in turn;
+ * each run either gives the undisturbed figures or REMAT_ENOMEM saying so,
+ * never a crash or a leak (LeakSanitizer and valgrind run this suite). */
+START_TEST(pipeline_should_fail_cleanly_out_of_memory)
+{
+    remat_graph *g = chain8();
+    remat_analysis *a = NULL;
+    remat_err err;
+    remat_err_init(&err);
+    ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+    remat_device d;
+    ck_assert_int_eq(remat_device_preset("h100-sxm", &d, &err), REMAT_OK);
+    uint64_t peak0, peak;
+    size_t doc0, doc;
+    remat__alloc_fail_at(0);
+    ck_assert_msg(pp_job(a, &d, 10u << 20, &peak0, &doc0, &err) == REMAT_OK, "%s", err.msg);
+    const uint64_t total = remat__alloc_fail_at(0);
+    ck_assert_uint_gt(total, 50);
+    for (uint64_t n = 1; n <= total; n++) {
+        remat_err_init(&err);
+        remat__alloc_fail_at(n);
+        remat_status st = pp_job(a, &d, 10u << 20, &peak, &doc, &err);
+        remat__alloc_fail_at(0);
+        if (st == REMAT_ENOMEM) {
+            ck_assert_msg(strstr(err.msg, "out of memory") != NULL, "allocation %llu: '%s'", (unsigned long long)n,
+                          err.msg);
+            continue;
+        }
+        ck_assert_msg(st == REMAT_OK, "allocation %llu of %llu: %s", (unsigned long long)n,
+                      (unsigned long long)total, err.msg);
+        ck_assert_msg(peak == peak0 && doc == doc0, "allocation %llu failed silently", (unsigned long long)n);
+    }
+    remat_analysis_destroy(a);
+    remat_graph_destroy(g);
+}
+END_TEST
+
 Suite *pipeline_suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -523,6 +597,7 @@ Suite *pipeline_suite(void)
     tcase_add_test(tc, pipeline_should_have_the_closed_form_bubble_in_seconds);
     tcase_add_test(tc, pipeline_plan_file_should_replay_to_the_same_devices);
     tcase_add_test(tc, pipeline_should_hold_each_stage_state_once);
+    tcase_add_test(tc, pipeline_should_fail_cleanly_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -197,7 +197,8 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *
  * A sharded replay measures ONE rank of dp data-parallel ranks. The
  * sharding names the units (the params gathered together: one unit per op
- * that is the first to read a param, holding the params it reads first)
+ * that is the first to read a param, holding the params it reads first;
+ * or one per module prefix, cfg.wrap_depth / cfg.unit_prefixes)
  * and the gradient buckets (trainable params in order of gradient
  * completion, reverse forward order, filled up to the bucket size), and
  * what each rank keeps resident:
@@ -222,6 +223,16 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  *     in params), never in a unit's gather, and all-gathered once after OPT
  *     (DeepSpeed stage3.py _post_step). Volumes count real elements, not
  *     the padding.
+ *   PyTorch FSDP (cfg.fsdp; graphs/README.md, "PyTorch FSDP"): FULL_SHARD
+ *     and SHARD_GRAD_OP are stage 3's residency with one flat parameter per
+ *     unit (each rank ceil(E_u / dp) elements of it, gathered as dp of
+ *     them), one REDUCE_SCATTER per unit, FSDP's hooks placing the gathers
+ *     (src/exec/shard_fsdp.c); NO_SHARD is stage 0 with one ALLREDUCE
+ *     per unit. Buffers (frozen params) are in no unit and stay whole. A
+ *     RELEASE under FSDP holds the unit's buffer (the allocator cannot reuse
+ *     it before the GPU passes the free): with limit_all_gathers an
+ *     ALLGATHER that finds two or more held first reclaims the oldest, as
+ *     torch's _FreeEventQueue waits on it; without it they stay to the end.
  * Rules the replay enforces (REMAT_ESCHEDULE naming the instruction):
  *   - stage 3: a FWD, RECOMPUTE or BWD that reads a param (input or saved)
  *     needs its unit gathered; RELEASE needs it gathered; ALLGATHER of a
@@ -239,8 +250,20 @@ void remat_replay_cursor_destroy(remat_replay_cursor *c);
  * refuses (REMAT_EINVAL: the observer's indices would not be the caller's
  * schedule's). */
 
+/* PyTorch FSDP's sharding strategies (torch 1.13 fully_sharded_data_parallel.py
+ * ShardingStrategy) and backward prefetch (BackwardPrefetch). */
+typedef enum {
+    REMAT_FSDP_OFF = 0,     /* not FSDP: DDP (stage 0) or DeepSpeed ZeRO by stage */
+    REMAT_FSDP_FULL_SHARD,  /* gather before forward, free after, gather before backward, free, reduce-scatter */
+    REMAT_FSDP_SHARD_GRAD_OP, /* gathered from a unit's forward through its backward; reduce-scatter */
+    REMAT_FSDP_NO_SHARD     /* nothing sharded; each unit's gradient all-reduced (DDP's memory) */
+} remat_fsdp_strategy;
+
+typedef enum { REMAT_FSDP_PREFETCH_NONE = 0, REMAT_FSDP_BACKWARD_PRE, REMAT_FSDP_BACKWARD_POST } remat_fsdp_prefetch;
+
 typedef struct remat_shard_config {
-    uint32_t stage;                 /* ZeRO stage 0..3 (0 = plain data parallel, DDP) */
+    uint32_t stage;                 /* ZeRO stage 0..3 (0 = plain data parallel, DDP); with fsdp set,
+                                     * remat_sharding_init sets it (3, or 0 for NO_SHARD) */
     uint64_t dp;                    /* ranks, >= 2 */
     uint32_t elem_bytes;            /* bytes per element of params, gradients, collectives (2) */
     uint64_t bucket_elements;       /* gradient bucket (stage 0: 25 MiB / elem_bytes, DDP bucket_cap_mb;
@@ -248,12 +271,32 @@ typedef struct remat_shard_config {
     uint64_t first_bucket_elements; /* stage 0: 1 MiB / elem_bytes (DDP's first bucket); else = bucket */
     uint64_t prefetch_elements;     /* stage 3: stage3_prefetch_bucket_size (5e7); 0: no prefetch */
     uint64_t max_live_elements;     /* stage 3: stage3_max_live_parameters (1e9) */
+    uint64_t max_reuse_elements;    /* stage 3: stage3_max_reuse_distance; a unit is kept gathered after an
+                                     * instruction when the schedule reads it again before this many elements
+                                     * of other units' reads (0: released after each use, the section 7
+                                     * model; DeepSpeed's default is 1e9, which a config file gets) */
     uint64_t persist_threshold;     /* stage 3: stage3_param_persistence_threshold; a param of at most this
                                      * many elements stays gathered the whole step (0: none; DeepSpeed's
                                      * default is 1e5) */
     int offload_optimizer;          /* stages 1-3: offload_optimizer {device: cpu}: the gradient partition is on
                                      * the host, so REDUCE_SCATTER frees the bucket's gradients (stage 1 too)
                                      * and allocates no partition on the device */
+    /* PyTorch FSDP instead of DeepSpeed (graphs/README.md, "Sharded data
+     * parallel", FSDP): one flat parameter per unit, padded to a multiple
+     * of dp as a whole; one gradient reduction per unit. */
+    remat_fsdp_strategy fsdp;
+    remat_fsdp_prefetch backward_prefetch; /* torch 1.13's default: none */
+    int forward_prefetch;           /* gather the next unit in forward order at a unit's pre-forward */
+    int limit_all_gathers;          /* the rate limiter (_FreeEventQueue, 2 in flight); off: a released
+                                     * buffer stays charged to the end of the step (no bound then) */
+    /* Units (every stage): 0 and no prefixes: one per op that first reads a
+     * param. wrap_depth N: one per module path cut to N components (ops of
+     * shallower modules form the root unit). unit_prefixes: one per listed
+     * module prefix, a param in the longest that matches its first reader's
+     * module, the rest in the root unit. Both need ops' attrs.module. */
+    uint32_t wrap_depth;
+    const char *const *unit_prefixes;
+    size_t n_unit_prefixes;
 } remat_shard_config;
 
 /* Sets the defaults above for stage and dp. */
@@ -287,6 +330,12 @@ struct remat_sharding {
      * padding holds no parameter); memory is the padded partition on every
      * rank, so every rank replays the same bytes. */
     uint64_t *rank_elements;    /* dp entries */
+    /* Units by module (wrap_depth, unit_prefixes): the root unit's op, or
+     * REMAT_NONE (FSDP does not free the root's params after forward). */
+    uint32_t root_unit;
+    uint32_t n_units;           /* units with params */
+    uint64_t fsdp_shard_elements; /* FSDP: the rank's elements of the trainable units' flat params,
+                                   * sum of ceil(E_u / dp) (flat_param.py _get_shard) */
 };
 
 /* Builds the sharding of a's graph. REMAT_EINVAL for a bad config (names

@@ -67,6 +67,7 @@ typedef struct remat_op {
     bool grad_views;      /* its backward hands each activation input a view of its output's gradient
                            * (torch.cat's, stack's): graphs/README.md, "Gradient views"; default false */
     const char *attrs_json; /* the "attrs" object re-serialized, or NULL (read by remat/train.h's kernels) */
+    const char *module;   /* attrs.module: the dotted path of the module that ran the op ("" the root), or NULL */
 } remat_op;
 
 typedef struct remat_graph {

@@ -277,6 +277,7 @@ typedef struct remat_ds_config {
     uint64_t allgather_bucket_size; /* 5e8 elements */
     uint64_t prefetch_bucket_size;  /* stage3_prefetch_bucket_size, 5e7 */
     uint64_t max_live_parameters;   /* stage3_max_live_parameters, 1e9 */
+    uint64_t max_reuse_distance;    /* stage3_max_reuse_distance, 1e9 */
     uint64_t persistence_threshold; /* stage3_param_persistence_threshold, 1e5 */
     uint64_t sub_group_size;        /* 1e9 */
     bool contiguous_gradients;      /* true: the reduce (ipg) buffer of reduce_bucket_size is allocated */
@@ -304,6 +305,7 @@ typedef struct remat_ds_config {
 #define REMAT_DS_HAS_ACTIVATION_CKPT (1u << 7)
 #define REMAT_DS_HAS_SUB_GROUP (1u << 8)
 #define REMAT_DS_HAS_ALLGATHER_BUCKET (1u << 9)
+#define REMAT_DS_HAS_MAX_REUSE (1u << 10)
 
 /* Parses a DeepSpeed config from text[0..len) (named source in messages).
  * REMAT_EPARSE for text that is not JSON (line:column), and naming the key's
@@ -316,7 +318,7 @@ remat_status remat_ledger_ds_read(const char *text, size_t len, const char *sour
 typedef struct remat_ds_settings {
     uint32_t stage;
     uint64_t reduce_bucket_size;    /* 0: leave the file's */
-    uint64_t prefetch_bucket_size, max_live_parameters, persistence_threshold, sub_group_size;
+    uint64_t prefetch_bucket_size, max_live_parameters, max_reuse_distance, persistence_threshold, sub_group_size;
     bool offload_optimizer;
     uint64_t number_checkpoints;    /* activation_checkpointing.number_checkpoints; 0: null */
 } remat_ds_settings;

@@ -166,6 +166,8 @@ typedef struct remat_trace_interval {
     uint64_t bytes;
     size_t alloc;       /* step at which it appears */
     size_t free;        /* step after which it is released; REMAT_TRACE_END */
+    uint8_t early;      /* 1: released as step `free` begins, before its mark (a held FSDP buffer that the
+                         * rate limiter reclaims before an all-gather): live after free - 1, not during free */
     size_t use_off;     /* uses: t->uses[use_off .. use_off + n_uses), by step */
     uint32_t n_uses;
 } remat_trace_interval;

@@ -164,8 +164,9 @@ int remat_cli_pp_check(const char *cmd, const remat_cli_pp *p);
 int remat_cli_pp_run(const char *cmd, const char *graph, const remat_analysis *a, const remat_cli_pp *p,
                      const remat_plan_options *o, int json, FILE *H);
 /* `remat trace --pp ... --device D --format chrome`: plans the stages with o
- * (o->device set) and writes the timed pipeline's Chrome trace to out. */
-int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+ * (o->device set), or reads them from the pipeline plan file pp_plan (not
+ * NULL), and writes the timed pipeline's Chrome trace to out. */
+int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p, const char *pp_plan,
                        const remat_plan_options *o, const char *out);
 /* `remat replay GRAPH FILE` for a pipeline plan file: replays every
  * stage's plan (timed on device when not NULL) and prints the per-device

@@ -270,18 +270,21 @@ static int pp_cuts(const char *cmd, const remat_analysis *a, const remat_cli_pp 
     return REMAT_EXIT_OK;
 }
 
-int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p,
+int remat_cli_pp_trace(const char *graph, const remat_analysis *a, const remat_cli_pp *p, const char *pp_plan,
                        const remat_plan_options *o, const char *out)
 {
     remat_err err;
     remat_err_init(&err);
-    uint32_t cuts_buf[257], *cuts;
-    int rc = pp_cuts("trace", a, p, cuts_buf, &cuts);
+    uint32_t cuts_buf[257], *cuts = NULL;
+    int rc = pp_plan ? REMAT_EXIT_OK : pp_cuts("trace", a, p, cuts_buf, &cuts);
     if (rc != REMAT_EXIT_OK)
         return rc;
     remat_pp_result r;
-    remat_status st = remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
-    if (st == REMAT_EINVAL)
+    remat_status st = pp_plan ? remat_pp_plan_load_file(a, pp_plan, o->device, &r, &err)
+                              : remat_pp_plan(a, &p->c, cuts, p->by, o, &r, &err);
+    if (pp_plan && st != REMAT_OK && st != REMAT_ENOMEM)
+        rc = remat_cli_fail_in(pp_plan, &err);
+    else if (st == REMAT_EINVAL)
         rc = remat_cli_usage_error("trace", "%s", err.msg);
     else if (st != REMAT_OK)
         rc = st == REMAT_EOVERFLOW || st == REMAT_EGRAPH ? remat_cli_fail_in(graph, &err) : remat_cli_fail(&err);

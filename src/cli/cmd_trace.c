@@ -109,18 +109,19 @@ int remat_cli_trace_open(const char *graph, const char *plan_path, remat_cli_led
     return rc;
 }
 
-/* trace --pp: the timed pipeline's Chrome trace. Each stage keeps all
- * (store-all), or under --budget is planned by auto per device, as
- * `remat plan --pp` does; a plan file, the ledger and the other formats do
- * not apply. */
-static int trace_pipeline(const char *graph, const char *plan_path, int fmt, const remat_cli_time *T,
+/* trace --pp (store-all stages), or trace --plan FILE with a pipeline plan
+ * file (`remat plan --pp ... -o FILE`, its stages' own plans): the timed
+ * pipeline's Chrome trace. A budget plans nothing here, as for one device:
+ * plan under it with `remat plan --pp`, then trace the file. */
+static int trace_pipeline(const char *graph, const char *pp_plan, int fmt, const remat_cli_time *T,
                           remat_cli_ledger *L, const remat_cli_pp *pp, const remat_trace_options *to,
                           int budget_given, const char *out)
 {
     int rc;
-    if (fmt != FMT_CHROME || !T->have_device || plan_path || L->used || to->flops_time) {
-        rc = remat_cli_usage_error("trace", "--pp traces the pipeline on a device's time axis: give --format chrome "
-                                            "and --device, and no PLAN, --flops-time or ledger options");
+    if (fmt != FMT_CHROME || !T->have_device || L->used || to->flops_time || budget_given) {
+        rc = remat_cli_usage_error("trace", "a pipeline is traced on a device's time axis: give --format chrome and "
+                                            "--device, and no --budget, --flops-time or ledger options (plan under "
+                                            "a budget with remat plan --pp ... -o FILE, then trace --plan FILE)");
         remat_cli_ledger_destroy(L);
         return rc;
     }
@@ -129,16 +130,26 @@ static int trace_pipeline(const char *graph, const char *plan_path, int fmt, con
     if ((rc = remat_cli_open_graph(graph, &g, &a)) == REMAT_EXIT_OK) {
         remat_plan_options po;
         remat_plan_options_init(&po);
-        po.strategy = budget_given ? "auto" : "store-all";
-        po.budget_kind = budget_given ? to->budget_kind : REMAT_BUDGET_NONE;
-        po.budget = budget_given ? to->budget : 0;
+        po.strategy = "store-all";
         po.device = &T->dev;
-        rc = remat_cli_pp_trace(graph, a, pp, &po, out ? out : "-");
+        rc = remat_cli_pp_trace(graph, a, pp, pp_plan, &po, out ? out : "-");
         remat_analysis_destroy(a);
         remat_graph_destroy(g);
     }
     remat_cli_ledger_destroy(L);
     return rc;
+}
+
+/* True when path reads as a pipeline plan file. */
+static int is_pp_plan(const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    remat_err err;
+    remat_err_init(&err);
+    int yes = remat__read_file(path, &text, &len, &err) == REMAT_OK && remat_pp_plan_sniff(text, len);
+    remat__free(text);
+    return yes;
 }
 
 int cmd_trace(int argc, char **argv)
@@ -267,8 +278,12 @@ int cmd_trace(int argc, char **argv)
         return rc0;
     if ((rc0 = remat_cli_pp_check("trace", &pp)) != REMAT_EXIT_OK)
         return rc0;
-    if (pp.set)
-        return trace_pipeline(argv[optind], plan_path, fmt, &T, &L, &pp, &o, budget_given, out);
+    const int pp_file = plan_path && is_pp_plan(plan_path);
+    if (pp.set && plan_path)
+        return remat_cli_usage_error("trace", "--pp traces store-all stages; a pipeline plan file gives its own "
+                                              "pipeline (give --plan FILE without --pp)");
+    if (pp.set || pp_file)
+        return trace_pipeline(argv[optind], pp_file ? plan_path : NULL, fmt, &T, &L, &pp, &o, budget_given, out);
 
     remat_graph *g;
     remat_analysis *a;

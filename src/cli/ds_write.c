@@ -59,6 +59,7 @@ int remat_cli_ledger_write_ds(const remat_cli_ledger *L, const remat_analysis *a
     set.reduce_bucket_size = L->sharded ? L->sh.cfg.bucket_elements : L->cfg.bucket_elements;
     set.prefetch_bucket_size = L->shard.prefetch_elements;
     set.max_live_parameters = L->shard.max_live_elements;
+    set.max_reuse_distance = L->shard.max_reuse_elements;
     set.persistence_threshold = L->cfg.persist_threshold;
     set.sub_group_size = L->cfg.sub_group;
     set.offload_optimizer = L->cfg.offload_optimizer;

@@ -135,13 +135,16 @@ int remat_cli_ledger_option(const char *cmd, int c, const char *arg, remat_cli_l
         break;
     case REMAT_LOPT_STAGE3_PREFETCH:
     case REMAT_LOPT_STAGE3_MAX_LIVE:
+    case REMAT_LOPT_STAGE3_MAX_REUSE:
     case REMAT_LOPT_FIRST_BUCKET: {
-        const char *o = c == REMAT_LOPT_STAGE3_PREFETCH   ? "--stage3-prefetch"
-                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? "--stage3-max-live"
-                                                          : "--first-bucket-elements";
-        uint64_t *dst = c == REMAT_LOPT_STAGE3_PREFETCH   ? &L->shard.prefetch_elements
-                        : c == REMAT_LOPT_STAGE3_MAX_LIVE ? &L->shard.max_live_elements
-                                                          : &L->shard.first_bucket_elements;
+        const char *o = c == REMAT_LOPT_STAGE3_PREFETCH    ? "--stage3-prefetch"
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE  ? "--stage3-max-live"
+                        : c == REMAT_LOPT_STAGE3_MAX_REUSE ? "--stage3-max-reuse"
+                                                           : "--first-bucket-elements";
+        uint64_t *dst = c == REMAT_LOPT_STAGE3_PREFETCH    ? &L->shard.prefetch_elements
+                        : c == REMAT_LOPT_STAGE3_MAX_LIVE  ? &L->shard.max_live_elements
+                        : c == REMAT_LOPT_STAGE3_MAX_REUSE ? &L->shard.max_reuse_elements
+                                                           : &L->shard.first_bucket_elements;
         if (remat_ledger_parse_count(arg, o, dst, &err) != REMAT_OK)
             return remat_cli_usage_error(cmd, "%s", err.msg);
         L->have_prefetch |= c == REMAT_LOPT_STAGE3_PREFETCH;
@@ -222,6 +225,8 @@ static int apply_ds(remat_cli_ledger *L)
         L->shard.prefetch_elements = d->prefetch_bucket_size;
     if (!flag(L, REMAT_LOPT_STAGE3_MAX_LIVE))
         L->shard.max_live_elements = d->max_live_parameters;
+    if (!flag(L, REMAT_LOPT_STAGE3_MAX_REUSE))
+        L->shard.max_reuse_elements = d->max_reuse_distance;
     if (!flag(L, REMAT_LOPT_STAGE3_PERSIST))
         cfg->persist_threshold = L->shard.persist_threshold = d->persistence_threshold;
     if (!flag(L, REMAT_LOPT_SUB_GROUP))
@@ -250,10 +255,12 @@ int remat_cli_ledger_check(const char *cmd, remat_cli_ledger *L)
     if (cfg->adafactor_beta1 && cfg->optimizer != REMAT_LEDGER_ADAFACTOR)
         return remat_cli_usage_error(cmd, "--adafactor-beta1 applies to --optimizer adafactor only (not %s)",
                                      remat_ledger_optimizer_name(cfg->optimizer));
-    if ((L->have_prefetch || L->have_max_live || L->have_persist) && cfg->zero_stage != 3)
+    int reuse = flag(L, REMAT_LOPT_STAGE3_MAX_REUSE);
+    if ((L->have_prefetch || L->have_max_live || L->have_persist || reuse) && cfg->zero_stage != 3)
         return remat_cli_usage_error(cmd, "%s applies to --zero 3 only (not --zero %u)",
                                      L->have_prefetch    ? "--stage3-prefetch"
                                      : L->have_max_live ? "--stage3-max-live"
+                                     : reuse            ? "--stage3-max-reuse"
                                                         : "--stage3-persistence",
                                      cfg->zero_stage);
     return REMAT_EXIT_OK;
@@ -324,12 +331,39 @@ int remat_cli_ledger_extras(const char *cmd, const remat_analysis *a, remat_cli_
     x->comm_buffers = r.comm_buffers.bytes;
     x->workspace = r.workspace.bytes;
     *reserve = r.fragmentation_reserve.bytes;
+    if (L->have_fsdp_opts && !L->fsdp)
+        return remat_cli_usage_error(cmd, "--fsdp-strategy, --fsdp-backward-prefetch, --fsdp-forward-prefetch and "
+                                          "--fsdp-limit-all-gathers apply to --shard fsdp");
+    if (r.dp < 2 && (L->fsdp || L->shard.wrap_depth || L->shard.n_unit_prefixes))
+        return remat_cli_usage_error(cmd, "%s needs --dp N with N >= 2",
+                                     L->fsdp ? "--shard fsdp" : L->shard.wrap_depth ? "--fsdp-wrap" : "--fsdp-units");
     if (r.dp < 2)
         return remat_cli_shard_apply(cmd, a, L, &r, x);
     /* The rank of a data-parallel step: every stage, 0 being DDP. */
     remat_shard_config sc = L->shard;
     sc.stage = r.zero_stage;
     sc.dp = r.dp;
+    if (L->fsdp) {
+        if (r.zero_stage != 0)
+            return remat_cli_usage_error(cmd, "--shard fsdp shards by --fsdp-strategy: drop --zero %u (FULL_SHARD "
+                                              "shards as ZeRO 3 does; NO_SHARD keeps DDP's memory)",
+                                         r.zero_stage);
+        if (L->ds_path)
+            return remat_cli_usage_error(cmd, "--shard fsdp and --deepspeed-config: a DeepSpeed config describes "
+                                              "DeepSpeed's engine, not FSDP");
+        /* (The stage 3 knobs are refused before this: they need --zero 3.) */
+        static const int ds_only[] = {REMAT_LOPT_OFFLOAD_OPTIMIZER, REMAT_LOPT_SUB_GROUP};
+        static const char *const ds_names[] = {"--offload-optimizer", "--sub-group-size"};
+        for (size_t i = 0; i < sizeof ds_only / sizeof ds_only[0]; i++)
+            if (flag(L, ds_only[i]))
+                return remat_cli_usage_error(cmd, "%s is DeepSpeed's; FSDP's gathers are set by --fsdp-strategy and "
+                                                  "the --fsdp-*-prefetch options",
+                                             ds_names[i]);
+        if (sc.fsdp == REMAT_FSDP_OFF)
+            sc.fsdp = REMAT_FSDP_FULL_SHARD; /* FullyShardedDataParallel's default sharding_strategy */
+    } else {
+        sc.fsdp = REMAT_FSDP_OFF;
+    }
     sc.elem_bytes = remat_ledger_dtype_size(r.weights.dtype);
     if (L->cfg.bucket_bytes || L->cfg.bucket_elements)
         sc.bucket_elements = L->cfg.bucket_elements ? L->cfg.bucket_elements : L->cfg.bucket_bytes / sc.elem_bytes;
@@ -367,8 +401,34 @@ void remat_cli_ledger_print_sharding(FILE *f, const remat_cli_ledger *L, const r
     static const char *const how[] = {"DDP: buckets all-reduced", "ZeRO 1: optimizer state sharded",
                                       "ZeRO 2: gradients and optimizer state sharded",
                                       "ZeRO 3: weights, gradients and optimizer state sharded"};
-    fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
-            (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
+    static const char *const fsdp[] = {"", "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"};
+    static const char *const bp[] = {"none", "BACKWARD_PRE", "BACKWARD_POST"};
+    if (sh->cfg.fsdp != REMAT_FSDP_OFF) {
+        if (sh->cfg.stage == 3)
+            fprintf(f, "sharding    FSDP %s over %llu ranks; %u units, each one flat parameter padded to a multiple "
+                       "of %llu; Psi = %llu elements\n",
+                    fsdp[sh->cfg.fsdp], (unsigned long long)dp, sh->n_units, (unsigned long long)dp,
+                    (unsigned long long)sh->psi);
+        else
+            fprintf(f, "sharding    FSDP NO_SHARD over %llu ranks; %u units, each one flat parameter kept whole and its "
+                       "gradient all-reduced; Psi = %llu elements\n",
+                    (unsigned long long)dp, sh->n_units, (unsigned long long)sh->psi);
+        if (sh->cfg.stage == 3)
+            fprintf(f, "fsdp        backward_prefetch %s, forward_prefetch %s, limit_all_gathers %s%s\n",
+                    bp[sh->cfg.backward_prefetch], sh->cfg.forward_prefetch ? "on" : "off",
+                    sh->cfg.limit_all_gathers ? "on" : "off",
+                    sh->cfg.limit_all_gathers ? " (a released buffer stays charged until an all-gather finds two "
+                                                "frees queued and waits on the older, torch's _FreeEventQueue)"
+                                              : " (torch 1.13's default: no bound on a CPU running ahead, so every "
+                                                "released buffer stays charged to the end of the step)");
+    } else {
+        fprintf(f, "sharding    %s over %llu ranks; %u gradient bucket%s; Psi = %llu elements\n", how[sh->cfg.stage],
+                (unsigned long long)dp, sh->n_buckets, sh->n_buckets == 1 ? "" : "s", (unsigned long long)sh->psi);
+    }
+    if (sh->cfg.wrap_depth || sh->cfg.n_unit_prefixes)
+        fprintf(f, "units       %u, by module (%s)%s%s\n", sh->n_units,
+                sh->cfg.wrap_depth ? "--fsdp-wrap" : "--fsdp-units", sh->root_unit != REMAT_NONE ? "; root unit " : "",
+                sh->root_unit != REMAT_NONE ? sh->a->g->ops[sh->root_unit].id : "");
     if (L->zero_redundancy) {
         remat_cli_shard_print(f, L, r);
     } else {

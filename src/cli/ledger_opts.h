@@ -44,16 +44,30 @@ enum {
     REMAT_LOPT_OFFLOAD_OPTIMIZER,
     REMAT_LOPT_DS_CONFIG,
     REMAT_LOPT_DS_WRITE,
+    REMAT_LOPT_STAGE3_MAX_REUSE,
     /* PyTorch's sharding (shard_opts.c). */
     REMAT_LOPT_SHARD,
     REMAT_LOPT_RANK,
-    REMAT_LOPT_OPT_WORKSPACE
+    REMAT_LOPT_OPT_WORKSPACE,
+    /* PyTorch FSDP (shard_opts.c) and units by module. */
+    REMAT_LOPT_FSDP_STRATEGY,
+    REMAT_LOPT_FSDP_BWD_PREFETCH,
+    REMAT_LOPT_FSDP_FWD_PREFETCH,
+    REMAT_LOPT_FSDP_LIMIT,
+    REMAT_LOPT_FSDP_WRAP,
+    REMAT_LOPT_FSDP_UNITS
 };
 
 #define REMAT_CLI_SHARD_LONG_OPTS                                             \
     {"shard", required_argument, NULL, REMAT_LOPT_SHARD},                     \
     {"rank", required_argument, NULL, REMAT_LOPT_RANK},                       \
-    {"optimizer-workspace", required_argument, NULL, REMAT_LOPT_OPT_WORKSPACE}
+    {"optimizer-workspace", required_argument, NULL, REMAT_LOPT_OPT_WORKSPACE}, \
+    {"fsdp-strategy", required_argument, NULL, REMAT_LOPT_FSDP_STRATEGY},     \
+    {"fsdp-backward-prefetch", required_argument, NULL, REMAT_LOPT_FSDP_BWD_PREFETCH}, \
+    {"fsdp-forward-prefetch", no_argument, NULL, REMAT_LOPT_FSDP_FWD_PREFETCH}, \
+    {"fsdp-limit-all-gathers", no_argument, NULL, REMAT_LOPT_FSDP_LIMIT},     \
+    {"fsdp-wrap", required_argument, NULL, REMAT_LOPT_FSDP_WRAP},             \
+    {"fsdp-units", required_argument, NULL, REMAT_LOPT_FSDP_UNITS}
 
 #define REMAT_CLI_LEDGER_LONG_OPTS                                             \
     {"weights", required_argument, NULL, REMAT_LOPT_WEIGHTS},                 \
@@ -75,6 +89,7 @@ enum {
     {"adafactor-beta1", no_argument, NULL, REMAT_LOPT_ADAFACTOR_BETA1},       \
     {"stage3-prefetch", required_argument, NULL, REMAT_LOPT_STAGE3_PREFETCH}, \
     {"stage3-max-live", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_LIVE}, \
+    {"stage3-max-reuse", required_argument, NULL, REMAT_LOPT_STAGE3_MAX_REUSE}, \
     {"first-bucket-elements", required_argument, NULL, REMAT_LOPT_FIRST_BUCKET},      \
     {"stage3-persistence", required_argument, NULL, REMAT_LOPT_STAGE3_PERSIST},       \
     {"adam-step", required_argument, NULL, REMAT_LOPT_ADAM_STEP},                     \
@@ -100,6 +115,11 @@ typedef struct remat_cli_ledger {
     int zero_redundancy, have_rank, zr_built;
     uint64_t rank;
     remat_zero_redundancy zr;
+    /* --shard fsdp and its options (kept in shard until the sharding is
+     * built); --fsdp-units' prefixes, split into unit_buf. */
+    int fsdp, have_fsdp_opts;
+    char unit_buf[4096];
+    const char *unit_list[256];
     /* --optimizer-workspace: bytes, or `torch` (opt_ws_torch). */
     int have_opt_ws, opt_ws_torch;
     uint64_t opt_ws_bytes;

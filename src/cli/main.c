@@ -52,7 +52,8 @@ static const remat_command commands[] = {
      "GRAPH [--plan PLAN] [--budget B | --activation-budget B] [--format json|chrome|csv|svg] "
      "[--flops-time [--flops-per-us N] | --device NAME|FILE] [--top N] [--width W] [--height H] [ledger options, "
      "--dp N --zero K, --deepspeed-config FILE] -o FILE | GRAPH --pp P [--microbatches M] [--pp-schedule S] "
-     "[--pp-stages A:B,...] [--budget B] --device NAME|FILE --format chrome -o FILE",
+     "[--pp-stages A:B,...] --device NAME|FILE --format chrome -o FILE | GRAPH --plan PIPELINE-PLAN --device "
+     "NAME|FILE --format chrome -o FILE",
      "trace every step and tensor interval of a replay: JSON, Chrome/Perfetto, CSV or SVG timeline"},
     {"audit", cmd_audit,
      "GRAPH [PLAN] [--top N] [--json] [ledger options, --dp N --zero K, --deepspeed-config FILE] [-o FILE]",

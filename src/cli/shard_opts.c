@@ -18,10 +18,97 @@
 
 #include <string.h>
 
+/* The FSDP options, and the units by module (which ZeRO 3 takes too). */
+static int fsdp_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L)
+{
+    remat_shard_config *sc = &L->shard;
+    if (strcmp(cmd, "ledger") == 0)
+        return remat_cli_usage_error(cmd, "the --fsdp-* options apply to plan, replay, compare, trace and audit (the "
+                                          "ledger has no schedule to put FSDP's gathers in)");
+    switch (c) {
+    case REMAT_LOPT_FSDP_STRATEGY:
+        if (strcmp(arg, "full") == 0)
+            sc->fsdp = REMAT_FSDP_FULL_SHARD;
+        else if (strcmp(arg, "grad-op") == 0)
+            sc->fsdp = REMAT_FSDP_SHARD_GRAD_OP;
+        else if (strcmp(arg, "none") == 0)
+            sc->fsdp = REMAT_FSDP_NO_SHARD;
+        else
+            return remat_cli_usage_error(cmd, "--fsdp-strategy: '%s' is not one (use full, grad-op or none: FSDP's "
+                                              "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD)",
+                                         arg);
+        L->have_fsdp_opts = 1;
+        break;
+    case REMAT_LOPT_FSDP_BWD_PREFETCH:
+        if (strcmp(arg, "pre") == 0)
+            sc->backward_prefetch = REMAT_FSDP_BACKWARD_PRE;
+        else if (strcmp(arg, "post") == 0)
+            sc->backward_prefetch = REMAT_FSDP_BACKWARD_POST;
+        else if (strcmp(arg, "none") == 0)
+            sc->backward_prefetch = REMAT_FSDP_PREFETCH_NONE;
+        else
+            return remat_cli_usage_error(cmd, "--fsdp-backward-prefetch: '%s' is not one (use pre, post or none: "
+                                              "BackwardPrefetch.BACKWARD_PRE, BACKWARD_POST, or None)",
+                                         arg);
+        L->have_fsdp_opts = 1;
+        break;
+    case REMAT_LOPT_FSDP_FWD_PREFETCH:
+        sc->forward_prefetch = 1;
+        L->have_fsdp_opts = 1;
+        break;
+    case REMAT_LOPT_FSDP_LIMIT:
+        sc->limit_all_gathers = 1;
+        L->have_fsdp_opts = 1;
+        break;
+    case REMAT_LOPT_FSDP_WRAP: {
+        if (strncmp(arg, "depth:", 6) != 0)
+            return remat_cli_usage_error(cmd, "--fsdp-wrap: '%s' is not a wrap policy (use depth:N: every module N "
+                                              "components deep is a unit)",
+                                         arg);
+        uint64_t d = 0;
+        int rc = remat_cli_parse_count(cmd, "--fsdp-wrap depth", arg + 6, 1, 64, &d);
+        if (rc != REMAT_EXIT_OK)
+            return rc;
+        sc->wrap_depth = (uint32_t)d;
+        break;
+    }
+    default: {
+        size_t n = strlen(arg), k = 0;
+        if (n >= sizeof L->unit_buf)
+            return remat_cli_usage_error(cmd, "--fsdp-units: the list is longer than %zu characters",
+                                         sizeof L->unit_buf - 1);
+        memcpy(L->unit_buf, arg, n + 1);
+        for (char *p = L->unit_buf;; p++) {
+            char *end = strchr(p, ',');
+            if (end)
+                *end = '\0';
+            if (!*p)
+                return remat_cli_usage_error(cmd, "--fsdp-units: prefix %zu is empty (give module paths separated "
+                                                  "by commas, e.g. layers.0,layers.1)",
+                                             k + 1);
+            if (k == sizeof L->unit_list / sizeof L->unit_list[0])
+                return remat_cli_usage_error(cmd, "--fsdp-units: more than %zu prefixes",
+                                             sizeof L->unit_list / sizeof L->unit_list[0]);
+            L->unit_list[k++] = p;
+            if (!end)
+                break;
+            p = end;
+        }
+        sc->unit_prefixes = L->unit_list;
+        sc->n_unit_prefixes = k;
+        break;
+    }
+    }
+    L->used = 1;
+    return REMAT_EXIT_OK;
+}
+
 int remat_cli_shard_option(const char *cmd, int c, const char *arg, remat_cli_ledger *L)
 {
     remat_err err;
     remat_err_init(&err);
+    if (c >= REMAT_LOPT_FSDP_STRATEGY && c <= REMAT_LOPT_FSDP_UNITS)
+        return fsdp_option(cmd, c, arg, L);
     if (c != REMAT_LOPT_SHARD && c != REMAT_LOPT_RANK && c != REMAT_LOPT_OPT_WORKSPACE)
         return -1;
     if (strcmp(cmd, "ledger") == 0)
@@ -29,13 +116,15 @@ int remat_cli_shard_option(const char *cmd, int c, const char *arg, remat_cli_le
                                           "compare (they choose the rank a replay measures)");
     switch (c) {
     case REMAT_LOPT_SHARD:
+        L->zero_redundancy = L->fsdp = 0;
         if (strcmp(arg, "zero-redundancy") == 0)
             L->zero_redundancy = 1;
-        else if (strcmp(arg, "deepspeed") == 0)
-            L->zero_redundancy = 0;
-        else
-            return remat_cli_usage_error(cmd, "--shard: '%s' is not a sharding (use deepspeed, the --zero stages, or "
-                                              "zero-redundancy, PyTorch's ZeroRedundancyOptimizer)",
+        else if (strcmp(arg, "fsdp") == 0)
+            L->fsdp = 1;
+        else if (strcmp(arg, "deepspeed") != 0)
+            return remat_cli_usage_error(cmd, "--shard: '%s' is not a sharding (use deepspeed, the --zero stages; "
+                                              "zero-redundancy, PyTorch's ZeroRedundancyOptimizer; or fsdp, "
+                                              "PyTorch's FullyShardedDataParallel)",
                                          arg);
         break;
     case REMAT_LOPT_RANK: {
@@ -113,6 +202,21 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
     uint32_t eb = remat_ledger_dtype_size(r->weights.dtype);
     uint64_t temps = remat_torch_adam_temporaries(a, eb);
     int rc;
+    /* FSDP's optimizer steps the rank's shards of the flat parameters:
+     * the ledger's lines for those elements (NO_SHARD keeps the whole). */
+    int fsdp_sharded = L->fsdp && L->sharded && L->sh.cfg.stage == 3;
+    if (fsdp_sharded) {
+        if (o == REMAT_LEDGER_ADAFACTOR || o == REMAT_LEDGER_ADAM8BIT)
+            return remat_cli_usage_error(cmd, "--shard fsdp: %s's state depends on each tensor's shape, which a "
+                                              "flat parameter's shard does not keep (use adam, adamw, momentum, "
+                                              "lion or sgd)",
+                                         remat_ledger_optimizer_name(o));
+        remat_ledger_result mine;
+        if ((rc = rank_ledger(cmd, L, r, L->sh.fsdp_shard_elements, &mine)) != REMAT_EXIT_OK)
+            return rc;
+        x->optimizer_state = mine.optimizer_state.bytes;
+        x->master_weights = mine.master_weights.bytes;
+    }
     if (L->zero_redundancy) {
         remat_cli_shard_destroy(L);
         remat_err err;
@@ -151,6 +255,9 @@ int remat_cli_shard_apply(const char *cmd, const remat_analysis *a, remat_cli_le
         return remat_cli_usage_error(cmd, "--optimizer-workspace torch models PyTorch's optimizer, not DeepSpeed's "
                                           "partitioned one (--zero %u): give the bytes instead",
                                      r->zero_stage);
+    if (fsdp_sharded)
+        return remat_cli_usage_error(cmd, "--optimizer-workspace torch: the temporaries over FSDP's flat shards are "
+                                          "not modelled; give the bytes instead");
     uint32_t k;
     switch (o) {
     case REMAT_LEDGER_ADAM:

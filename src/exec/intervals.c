@@ -132,9 +132,30 @@ static int on_free(void *ctx, size_t index, uint32_t storage, int grad, remat_ca
          * close the open gather of unit u. */
         uint32_t u = index < R->s->n && R->s->ins[index].kind == REMAT_I_RELEASE ? R->s->ins[index].arg : REMAT_NONE;
         size_t j = R->out->n;
+        int reclaim = index < R->s->n && R->s->ins[index].kind == REMAT_I_ALLGATHER;
+        if (reclaim) {
+            /* FSDP's rate limiter reclaims the oldest held buffer before
+             * the all-gather's step opens (replay_shard.c reclaim), so the
+             * step's mark does not count it. */
+            size_t best = SIZE_MAX;
+            for (j = 0; j < R->out->n; j++)
+                if (R->out->iv[j].held && R->out->iv[j].end == UINT64_MAX &&
+                    (best == SIZE_MAX || R->out->iv[j].held_at < R->out->iv[best].held_at))
+                    best = j;
+            if (best == SIZE_MAX || R->out->iv[best].bytes != bytes)
+                return fail(R, REMAT_EINTERNAL, index, "a reclaim without a held buffer of %llu B",
+                            (unsigned long long)bytes);
+            j = best;
+            k = (uint32_t)j;
+            if (close_interval(R, k, index))
+                return 1;
+            R->out->iv[k].early = 1; /* gone before this step's mark, live after the one before */
+            return
+                   (R->next && R->next->on_free ? R->next->on_free(R->next->ctx, index, storage, grad, c, bytes) : 0);
+        }
         while (j-- > 0)
             if (R->out->iv[j].category == c && R->out->iv[j].end == UINT64_MAX && R->out->iv[j].bytes == bytes &&
-                (u == REMAT_NONE || R->out->iv[j].op == u))
+                !R->out->iv[j].held && (u == REMAT_NONE || R->out->iv[j].op == u))
                 break;
         if (j == SIZE_MAX)
             return fail(R, REMAT_EINTERNAL, index, "a release without an allocation");
@@ -168,6 +189,19 @@ static int on_step(void *ctx, size_t index, remat_instr in, uint64_t live_after,
         memcpy(o->hw + index * REMAT_CAT_COUNT, hw, REMAT_CAT_COUNT * sizeof *hw);
     }
     o->n_steps++;
+    /* Under FSDP a RELEASE frees nothing yet: its unit's open gather is
+     * held until a reclaim (replay_shard.c) closes it. */
+    if (in.kind == REMAT_I_RELEASE) {
+        size_t j = o->n;
+        while (j-- > 0)
+            if (o->iv[j].category == REMAT_CAT_GATHERED_PARAMS && o->iv[j].end == UINT64_MAX && !o->iv[j].held &&
+                o->iv[j].op == in.arg)
+                break;
+        if (j != SIZE_MAX) {
+            o->iv[j].held = 1;
+            o->iv[j].held_at = index;
+        }
+    }
     /* The open intervals, and what the step released before this call (a
      * FREE's mark is taken before its release), are its mark; what the
      * workspace category counts beyond its open intervals is the step's own

@@ -34,6 +34,9 @@ typedef struct {
     uint8_t category;  /* remat_category */
     uint8_t resident;  /* placed before the first instruction (leaves, ledger extras) */
     uint8_t workspace; /* a step's own workspace (first == last) */
+    uint8_t held;      /* a gathered unit RELEASEd under FSDP whose buffer is not reusable yet */
+    uint8_t early;     /* released as step `last` begins, before its mark (remat_trace_interval.early) */
+    size_t held_at;    /* held: the RELEASE's instruction (the rate limiter reclaims in that order) */
     size_t first;      /* instruction that allocates it (0 for resident state) */
     size_t last;       /* instruction after which it is released; REMAT__IV_NEVER */
     uint64_t start;    /* REMAT__IV_EVENTS: live over events [start, end); end = n_events if never released */

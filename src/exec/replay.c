@@ -477,7 +477,8 @@ static remat_status setup(replay *R)
     if (sh) {
         R->gathered = remat__calloc(no, 1);
         R->reduced = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, 1);
-        if (!R->gathered || !R->reduced)
+        R->held = remat__array((size_t)no + 2, sizeof *R->held);
+        if (!R->gathered || !R->reduced || !R->held)
             return remat_err_set(R->err, REMAT_ENOMEM, "out of memory setting up the replay");
     }
     if (!R->res || !R->ever || !R->grad || !R->cat || !R->fwd_done || !R->bwd_done || !R->cnt || !R->pending ||
@@ -502,9 +503,10 @@ static void teardown(replay *R)
     R->gview = NULL;
     remat__free(R->gathered);
     remat__free(R->reduced);
+    remat__free(R->held);
     R->gathered = R->reduced = NULL;
     R->res = R->ever = R->grad = R->cat = R->fwd_done = R->bwd_done = NULL;
-    R->cnt = R->pending = NULL;
+    R->cnt = R->pending = R->held = NULL;
     R->stamp = NULL;
 }
 
@@ -581,6 +583,7 @@ static void clear_state(replay *R)
     R->undo_b = 0;
     R->seeded = R->opt_seen = 0;
     R->partition = 0;
+    R->held_head = R->held_n = 0;
     R->index = 0;
     R->failed = REMAT_OK;
     R->ended = 0;

@@ -37,6 +37,10 @@ struct remat_replay_cursor {
      * bucket, it was reduced; the rank's gradient partition exists. */
     uint8_t *gathered, *reduced;
     int partition;
+    /* FSDP: released units whose buffers the allocator cannot reuse yet
+     * (replay_shard.c), oldest first. */
+    uint32_t *held;
+    uint32_t held_head, held_n;
     uint32_t *pending;  /* tensor -> backward steps still to add to its gradient */
     size_t *stamp;      /* tensor -> instruction index + 1 that last touched it (dedupe) */
     uint64_t live[REMAT_CAT_COUNT];

@@ -49,6 +49,26 @@ static remat_status count_comm(replay *R, uint64_t elements)
     return REMAT_OK;
 }
 
+/* FSDP's rate limiter (limit_all_gathers; torch 1.13
+ * fully_sharded_data_parallel.py _FreeEventQueue, 2 in flight): before an
+ * all-gather, with two or more frees queued, the CPU synchronizes on the
+ * oldest, so that buffer is reusable; the newer ones may still be held.
+ * The queue holds at most units + 1 entries: after the last all-gather
+ * that found fewer than two, every all-gather pops one, and the releases
+ * since are at most the units gathered then plus the all-gathers since. */
+static remat_status reclaim(replay *R)
+{
+    const remat_sharding *sh = R->extras.sharding;
+    if (R->held_n < 2)
+        return REMAT_OK;
+    uint32_t u = R->held[R->held_head];
+    R->held_head = (R->held_head + 1) % (R->g->n_ops + 2u);
+    R->held_n--;
+    uint64_t bytes = sh->unit_elements[u] * sh->cfg.elem_bytes; /* checked when it was gathered */
+    remat__replay_free_bytes(R, REMAT_CAT_GATHERED_PARAMS, bytes);
+    return remat__replay_notify_free(R, REMAT_NONE, 0, REMAT_CAT_GATHERED_PARAMS, bytes);
+}
+
 /* The rules of remat/exec.h, "Sharded data parallel". */
 remat_status remat__replay_collective(replay *R, remat_instr in)
 {
@@ -94,9 +114,12 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
         uint64_t bytes;
         if (!remat_u64_mul(sh->unit_elements[u], eb, &bytes))
             return remat__replay_overflow(R);
+        int fsdp = sh->cfg.fsdp != REMAT_FSDP_OFF;
         if (in.kind == REMAT_I_ALLGATHER) {
             if (R->gathered[u])
                 return remat__replay_invalid(R, in, "unit '%s' is already gathered", g->ops[u].id);
+            if (fsdp && sh->cfg.limit_all_gathers && reclaim(R) != REMAT_OK)
+                return R->err->code;
             remat__replay_step_begin(R);
             remat_status st = remat__replay_step_add(R, REMAT_CAT_GATHERED_PARAMS, bytes);
             if (st == REMAT_OK)
@@ -114,6 +137,18 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
             return remat__replay_invalid(R, in, "unit '%s' is not gathered (released twice, or never gathered)", g->ops[u].id);
         remat__replay_step_begin(R);
         R->gathered[u] = 0;
+        if (fsdp) {
+            /* FSDP frees the buffer on the compute stream; the caching
+             * allocator reuses it once the GPU has passed the free, which a
+             * CPU thread running ahead does not wait for: the bytes stay
+             * until the rate limiter synchronizes on the free (reclaim), or
+             * without it to the end of the step. */
+            if (sh->cfg.limit_all_gathers) {
+                R->held[(R->held_head + R->held_n) % (R->g->n_ops + 2u)] = u;
+                R->held_n++; /* at most units + 1: see reclaim */
+            }
+            return remat__replay_step_end(R, in, R->total);
+        }
         remat__replay_free_bytes(R, REMAT_CAT_GATHERED_PARAMS, bytes);
         R->undo_c = REMAT_CAT_GATHERED_PARAMS;
         R->undo_b = bytes;
@@ -139,6 +174,17 @@ remat_status remat__replay_collective(replay *R, remat_instr in)
         if (sh->bucket_of[t] == b && (R->pending[t] > 0 || !R->grad[t]))
             return remat__replay_invalid(R, in, "gradient of param '%s' in bucket %u is incomplete", g->tensors[t].id, b);
     remat__replay_step_begin(R);
+    /* FSDP's post-backward hook pads the whole flat gradient into a new
+     * tensor (F.pad to N chunks) and reduce-scatters it into a new shard
+     * (torch.zeros_like(chunks[0])) before adding that to the resident
+     * one: both live while it runs. */
+    if (sh->cfg.fsdp != REMAT_FSDP_OFF && stage == 3) {
+        uint64_t dp = sh->cfg.dp, c = sh->bucket_elements[b] / dp + (sh->bucket_elements[b] % dp != 0), tb;
+        if (!remat_u64_mul(c, dp + 1, &tb) || !remat_u64_mul(tb, eb, &tb))
+            return remat__replay_overflow(R);
+        if (remat__replay_step_add(R, REMAT_CAT_WORKSPACE, tb) != REMAT_OK)
+            return R->err->code;
+    }
     int first = stage >= 2 && !R->partition;
     if (first && remat__replay_step_add(R, REMAT_CAT_PARAM_GRADS, sh->grad_partition_bytes) != REMAT_OK)
         return R->err->code;

@@ -5,14 +5,16 @@
  * Design: the replay (replay.c) owns every rule about collectives; this file
  * only decides where they go. A unit is the set of params an op is the
  * first to read (one unit per op with params, the finest grouping an
- * exported graph always has; module prefixes would group coarser), named by
- * that op, so a collective's argument is an op index like FWD's. Buckets
+ * exported graph always has) or a module prefix (shard_units.c), named by
+ * its first reader op, so a collective's argument is an op index like
+ * FWD's. PyTorch FSDP's sizes are here (one flat parameter per unit); its
+ * builder is shard_fsdp.c. Buckets
  * fill in reverse forward order of their params' first reader, the order in
  * which a store-all backward completes gradients, as DDP's reducer and
  * DeepSpeed's ipg buckets fill in backward (graphs/README.md, "Sharded data
  * parallel", cites the source of each rule).
  */
-#include "remat/exec.h"
+#include "shard_internal.h"
 #include "../util/util_internal.h"
 
 #include <string.h>
@@ -50,9 +52,13 @@ void remat_sharding_destroy(remat_sharding *sh)
     memset(sh, 0, sizeof *sh);
 }
 
+static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *ubucket, uint8_t *kinds,
+                               remat_err *err);
+
+/* The caller destroys out. */
 static remat_status too_big(remat_sharding *out, remat_err *err)
 {
-    remat_sharding_destroy(out);
+    (void)out;
     return remat_err_set(err, REMAT_EOVERFLOW, "sharding: parameter sizes exceed 2^64-1");
 }
 
@@ -68,7 +74,21 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
                              (unsigned long long)cfg->dp);
     if (cfg->elem_bytes == 0)
         return remat_err_set(err, REMAT_EINVAL, "sharding: element size must be at least 1 byte");
+    /* FSDP is stage 3's residency (or DDP's for NO_SHARD) with its own
+     * padding, units and builder (shard_fsdp.c). */
+    remat_shard_config fc = *cfg;
+    int fsdp = cfg->fsdp != REMAT_FSDP_OFF;
+    if (fsdp) {
+        if (cfg->fsdp > REMAT_FSDP_NO_SHARD || cfg->backward_prefetch > REMAT_FSDP_BACKWARD_POST)
+            return remat_err_set(err, REMAT_EINVAL, "sharding: unknown FSDP strategy or prefetch");
+        if (cfg->offload_optimizer || cfg->persist_threshold)
+            return remat_err_set(err, REMAT_EINVAL, "--shard fsdp: optimizer offload and stage 3 persistence are "
+                                                    "DeepSpeed's (FSDP's CPUOffload is not modelled)");
+        fc.stage = cfg->fsdp == REMAT_FSDP_NO_SHARD ? 0 : 3;
+        cfg = &fc;
+    }
     out->cfg = *cfg;
+    out->root_unit = REMAT_NONE;
     out->a = a;
     uint64_t eb = cfg->elem_bytes, dp = cfg->dp;
     if (!out->cfg.bucket_elements)
@@ -90,17 +110,41 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
     out->param_bytes = remat__calloc(nt, sizeof *out->param_bytes);
     out->bucket_elements = remat__calloc(nt, sizeof *out->bucket_elements);
     out->rank_elements = remat__calloc(dp, sizeof *out->rank_elements);
-    if (!out->unit_of || !out->bucket_of || !out->unit_elements || !out->unit_grad_elements || !out->unit_numel ||
-        !out->unit_persist_elements || !out->persistent || !out->param_bytes || !out->bucket_elements ||
-        !out->rank_elements) {
+    uint32_t *first = remat__array(nt, sizeof *first); /* per param: its first reader */
+    uint32_t *ubucket = remat__array(no, sizeof *ubucket); /* FSDP: per unit, its bucket */
+    uint8_t *kinds = remat__calloc(no, 1);              /* per unit: 1 trainable, 2 frozen params */
+    remat_status st = REMAT_OK;
+    if (!first || !ubucket || !kinds || !out->unit_of || !out->bucket_of || !out->unit_elements ||
+        !out->unit_grad_elements || !out->unit_numel || !out->unit_persist_elements || !out->persistent ||
+        !out->param_bytes || !out->bucket_elements || !out->rank_elements)
+        st = remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
+    else
+        st = remat__shard_units(a, cfg, out->unit_of, &out->root_unit, err);
+    if (st == REMAT_OK)
+        st = init_sizes(out, first, ubucket, kinds, err);
+    remat__free(first);
+    remat__free(ubucket);
+    remat__free(kinds);
+    if (st != REMAT_OK)
         remat_sharding_destroy(out);
-        return remat_err_set(err, REMAT_ENOMEM, "out of memory building the sharding");
-    }
+    return st;
+}
+
+static remat_status init_sizes(remat_sharding *out, uint32_t *first, uint32_t *ubucket, uint8_t *kinds,
+                               remat_err *err)
+{
+    const remat_analysis *a = out->a;
+    const remat_graph *g = a->g;
+    const remat_shard_config *cfg = &out->cfg;
+    uint64_t eb = cfg->elem_bytes, dp = cfg->dp;
+    int fsdp = cfg->fsdp != REMAT_FSDP_OFF;
     for (uint32_t t = 0; t < g->n_tensors; t++)
-        out->unit_of[t] = out->bucket_of[t] = REMAT_NONE;
-    /* Units: each param joins the unit of the first op (forward order) that
-     * reads it. Sizes in elements: a param whose bytes are not whole
-     * elements of the sharding's precision cannot be partitioned. */
+        out->bucket_of[t] = first[t] = REMAT_NONE;
+    for (uint32_t k = 0; k < g->n_ops; k++)
+        ubucket[k] = REMAT_NONE;
+    /* Units: remat__shard_units put each param in one. Sizes in elements:
+     * a param whose bytes are not whole elements of the sharding's
+     * precision cannot be partitioned. */
     uint64_t weights = 0, frozen = 0, part = 0;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         uint32_t k = a->order[i];
@@ -109,10 +153,10 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         for (uint32_t j = 0; j < op->n_in; j++) {
             uint32_t t = inp[j];
             const remat_tensor *T = &g->tensors[t];
-            if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+            if (T->kind != REMAT_TENSOR_PARAM || first[t] != REMAT_NONE)
                 continue;
+            first[t] = k;
             if (T->bytes % eb) {
-                remat_sharding_destroy(out);
                 return remat_err_set(err, REMAT_EINVAL,
                                      "param '%s': %llu B is not a whole number of %u-byte elements; give the "
                                      "params' precision (--weights)",
@@ -120,7 +164,24 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
             }
             uint64_t e = T->bytes / eb, shard = ceil_div(e, dp) * eb, padded = ceil_div(e, dp) * dp;
             int trains = a->grad_flows[t] && !T->frozen;
-            out->unit_of[t] = k;
+            uint32_t u = out->unit_of[t];
+            if (fsdp && u == REMAT_NONE) { /* a buffer: whole on every rank */
+                out->param_bytes[t] = T->bytes;
+                if (!remat_u64_add(frozen, T->bytes, &frozen))
+                    return too_big(out, err);
+                continue;
+            }
+            kinds[u] |= T->frozen ? 2 : 1;
+            if (fsdp) {
+                /* The flat parameter is padded as a whole, below. */
+                out->param_bytes[t] = 0;
+                if (trains)
+                    out->unit_grad_elements[u] += e; /* bounded by psi, checked below */
+                if (!remat_u64_add(out->unit_numel[u], e, &out->unit_numel[u]) ||
+                    (trains && !remat_u64_add(out->psi, e, &out->psi)))
+                    return too_big(out, err);
+                continue;
+            }
             /* ZeRO 3 keeps a param at or below the persistence threshold
              * gathered for the whole step, beside its partition
              * (DeepSpeed parameter_offload.py mark_persistent_parameters; the
@@ -130,23 +191,61 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
             out->persistent[t] = (uint8_t)persist;
             uint64_t resident = cfg->stage == 3 ? shard : T->bytes;
             if (trains)
-                out->unit_grad_elements[k] += e; /* bounded by psi, checked below */
+                out->unit_grad_elements[u] += e; /* bounded by psi, checked below */
             if (persist && (!remat_u64_mul(padded, eb, &resident) || !remat_u64_add(resident, shard, &resident)))
                 return too_big(out, err);
             out->param_bytes[t] = resident;
-            if (!remat_u64_add(persist ? out->unit_persist_elements[k] : out->unit_elements[k], persist ? e : padded,
-                               persist ? &out->unit_persist_elements[k] : &out->unit_elements[k]) ||
-                (!persist && !remat_u64_add(out->unit_numel[k], e, &out->unit_numel[k])) ||
+            if (!remat_u64_add(persist ? out->unit_persist_elements[u] : out->unit_elements[u], persist ? e : padded,
+                               persist ? &out->unit_persist_elements[u] : &out->unit_elements[u]) ||
+                (!persist && !remat_u64_add(out->unit_numel[u], e, &out->unit_numel[u])) ||
                 !remat_u64_add(T->frozen ? frozen : weights, resident, T->frozen ? &frozen : &weights) ||
                 (persist && !remat_u64_add(out->persist_elements, e, &out->persist_elements)) ||
                 (trains && !remat_u64_add(part, shard, &part)) || (trains && !remat_u64_add(out->psi, e, &out->psi)))
                 return too_big(out, err);
         }
     }
+    /* FSDP: each unit is one flat parameter, its rank's shard ceil(E_u/N)
+     * elements whatever the rank (flat_param.py _get_shard pads every
+     * chunk to the first's), gathered as N of them; its bytes are charged
+     * to the unit's first param. */
+    for (uint32_t k = 0; fsdp && k < g->n_ops; k++) {
+        if (!out->unit_numel[k])
+            continue;
+        out->n_units++;
+        uint64_t sh = ceil_div(out->unit_numel[k], dp), bytes;
+        if (!remat_u64_mul(sh, dp, &out->unit_elements[k]) || !remat_u64_mul(sh, eb, &bytes))
+            return too_big(out, err);
+        const uint32_t *inp = remat_op_inputs(g, &g->ops[k]);
+        for (uint32_t j = 0; j < g->ops[k].n_in; j++)
+            if (out->unit_of[inp[j]] == k && first[inp[j]] == k) {
+                out->param_bytes[inp[j]] = bytes;
+                break;
+            }
+        int trains = out->unit_grad_elements[k] > 0;
+        if (!remat_u64_add(kinds[k] & 2 ? frozen : weights, bytes, kinds[k] & 2 ? &frozen : &weights) ||
+            (trains && !remat_u64_add(part, bytes, &part)) ||
+            (trains && !remat_u64_add(out->fsdp_shard_elements, sh, &out->fsdp_shard_elements)))
+            return too_big(out, err);
+    }
+    for (uint32_t k = 0; !fsdp && k < g->n_ops; k++)
+        out->n_units += out->unit_numel[k] || out->unit_persist_elements[k];
+    /* NO_SHARD keeps every array whole, as DDP. */
+    if (fsdp && cfg->stage == 0) {
+        weights = frozen = 0;
+        for (uint32_t t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].kind == REMAT_TENSOR_PARAM && first[t] != REMAT_NONE) {
+                out->param_bytes[t] = g->tensors[t].bytes;
+                if (!remat_u64_add(g->tensors[t].frozen ? frozen : weights, g->tensors[t].bytes,
+                                   g->tensors[t].frozen ? &frozen : &weights))
+                    return too_big(out, err);
+            }
+        for (uint32_t k = 0; k < g->n_ops; k++)
+            out->unit_elements[k] = 0;
+    }
     /* Params no op reads are resident on every rank as the graph has them. */
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         const remat_tensor *T = &g->tensors[t];
-        if (T->kind != REMAT_TENSOR_PARAM || out->unit_of[t] != REMAT_NONE)
+        if (T->kind != REMAT_TENSOR_PARAM || first[t] != REMAT_NONE)
             continue;
         out->param_bytes[t] = T->bytes;
         if (!remat_u64_add(T->frozen ? frozen : weights, T->bytes, T->frozen ? &frozen : &weights))
@@ -172,6 +271,15 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         uint64_t lo = r * P; /* r < dp, P * dp < psi + 2dp: no overflow */
         out->rank_elements[r] = lo >= out->psi ? 0 : (out->psi - lo < P ? out->psi - lo : P);
     }
+    /* FSDP: a rank owns its chunk of each trainable unit (torch.chunk:
+     * chunks of ceil(E/N), the last ones short or empty). */
+    for (uint64_t r = 0; fsdp && cfg->stage == 3 && r < dp; r++) {
+        out->rank_elements[r] = 0;
+        for (uint32_t k = 0; k < g->n_ops; k++) {
+            uint64_t E = out->unit_grad_elements[k], c = ceil_div(E, dp), lo = r * c;
+            out->rank_elements[r] += lo >= E ? 0 : (E - lo < c ? E - lo : c); /* bounded by psi */
+        }
+    }
     /* Buckets, in reverse forward order of the params' units. */
     uint32_t nb = 0;
     uint64_t fill = 0;
@@ -182,10 +290,20 @@ remat_status remat_sharding_init(const remat_analysis *a, const remat_shard_conf
         for (uint32_t j = 0; j < op->n_in; j++) {
             uint32_t t = inp[j];
             const remat_tensor *T = &g->tensors[t];
-            if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t] || out->unit_of[t] != k ||
+            if (T->kind != REMAT_TENSOR_PARAM || T->frozen || !a->grad_flows[t] || first[t] != k ||
                 out->bucket_of[t] != REMAT_NONE)
                 continue;
             uint64_t e = T->bytes / eb;
+            if (fsdp) {
+                /* One reduction per flat parameter (its post-backward
+                 * hook), in the order backward completes the units. */
+                uint32_t u = out->unit_of[t];
+                if (ubucket[u] == REMAT_NONE)
+                    ubucket[u] = nb++;
+                out->bucket_of[t] = ubucket[u];
+                out->bucket_elements[ubucket[u]] += e; /* bounded by psi */
+                continue;
+            }
             uint64_t cap = nb <= 1 ? out->cfg.first_bucket_elements : out->cfg.bucket_elements;
             if (nb == 0 || (fill > 0 && fill + e > cap)) {
                 nb++;
@@ -219,7 +337,23 @@ typedef struct {
     /* Per instruction of the input: the units it reads, as a CSR list. */
     size_t *uoff;
     uint32_t *units;
+    /* stage3_max_reuse_distance: per CSR entry, the next instruction that
+     * reads the same unit (SIZE_MAX: none); per instruction q, the elements
+     * of the units read before q (DeepSpeed's params_traversed). */
+    size_t *next_use;
+    uint64_t *before;
 } builder;
+
+/* DeepSpeed partitioned_param_coordinator.py __params_to_release: after a
+ * module runs, the modules that follow are walked, summing their params'
+ * ds_numel, until the sum reaches max_reuse_distance (checked before each
+ * module); a param any of them uses is not released. Entry j belongs to
+ * instruction i. */
+static int reused_soon(const builder *B, size_t i, size_t j)
+{
+    size_t q = B->next_use[j];
+    return q != SIZE_MAX && B->before[q] - B->before[i + 1] < B->sh->cfg.max_reuse_elements;
+}
 
 static int reads_params(remat_instr in)
 {
@@ -285,6 +419,8 @@ static size_t collect(builder *B, remat_instr in, size_t at)
 remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
                                   remat_err *err)
 {
+    if (sh->cfg.fsdp == REMAT_FSDP_FULL_SHARD || sh->cfg.fsdp == REMAT_FSDP_SHARD_GRAD_OP)
+        return remat__schedule_shard_fsdp(sh, in, out, err);
     const remat_analysis *a = sh->a;
     const remat_graph *g = a->g;
     const remat_shard_config *cfg = &sh->cfg;
@@ -303,8 +439,15 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     B.gathered = remat__calloc(no, 1);
     uint32_t *left = remat__calloc(nt, sizeof *left);               /* per param: BWDs still to write it */
     uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
+    int reuse = cfg->stage == 3 && cfg->max_reuse_elements > 0;
+    if (reuse) {
+        B.next_use = remat__array(cap ? cap : 1, sizeof *B.next_use);
+        B.before = remat__array(n + 1, sizeof *B.before);
+    }
+    size_t *seen_at = reuse ? remat__array(no, sizeof *seen_at) : NULL;
     remat_status st = REMAT_OK;
-    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left)
+    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left ||
+        (reuse && (!B.next_use || !B.before || !seen_at)))
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
     if (st == REMAT_OK) {
         size_t at = 0;
@@ -313,6 +456,23 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
             at = collect(&B, in->ins[i], at);
         }
         B.uoff[n] = at;
+        /* The next reader of each entry's unit, walking back; the elements
+         * read before each instruction, walking forward (saturating: a
+         * distance past 2^64 is past any bound). */
+        for (size_t k = 0; reuse && k < no; k++)
+            seen_at[k] = SIZE_MAX;
+        for (size_t i = n; reuse && i-- > 0;)
+            for (size_t j = B.uoff[i]; j < B.uoff[i + 1]; j++) {
+                B.next_use[j] = seen_at[B.units[j]];
+                seen_at[B.units[j]] = i;
+            }
+        for (size_t i = 0; reuse && i <= n; i++) {
+            uint64_t w = i ? B.before[i - 1] : 0;
+            for (size_t j = i ? B.uoff[i - 1] : 0; i && j < B.uoff[i]; j++)
+                if (!remat_u64_add(w, sh->unit_numel[B.units[j]], &w))
+                    w = UINT64_MAX;
+            B.before[i] = w;
+        }
         /* Gradient writers per param, from the schedule itself. */
         for (size_t i = 0; i < n; i++) {
             if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
@@ -368,7 +528,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
             int keep_next = nx < n && phase(in->ins[nx]) == phase(I);
             for (size_t j = B.uoff[i]; j < B.uoff[i + 1] && st == REMAT_OK; j++) {
                 uint32_t u = B.units[j];
-                if (keep_next && unit_in(&B, nx, u))
+                if ((keep_next && unit_in(&B, nx, u)) || (reuse && reused_soon(&B, i, j)))
                     continue;
                 B.gathered[u] = 0;
                 B.available -= sh->unit_numel[u];
@@ -411,6 +571,9 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
         }
     remat__free(B.uoff);
     remat__free(B.units);
+    remat__free(B.next_use);
+    remat__free(B.before);
+    remat__free(seen_at);
     remat__free(B.gathered);
     remat__free(left);
     remat__free(bucket_left);

@@ -196,6 +196,7 @@ static int zero_section(reader *R, const cJSON *z, remat_ds_config *c)
         {"sub_group_size", NULL, &c->sub_group_size, REMAT_DS_HAS_SUB_GROUP},
         {"stage3_prefetch_bucket_size", "prefetch_bucket_size", &c->prefetch_bucket_size, REMAT_DS_HAS_PREFETCH},
         {"stage3_max_live_parameters", "max_live_parameters", &c->max_live_parameters, REMAT_DS_HAS_MAX_LIVE},
+        {"stage3_max_reuse_distance", "max_reuse_distance", &c->max_reuse_distance, REMAT_DS_HAS_MAX_REUSE},
         {"stage3_param_persistence_threshold", "param_persistence_threshold", &c->persistence_threshold,
          REMAT_DS_HAS_PERSISTENCE},
     };
@@ -370,6 +371,7 @@ remat_status remat_ledger_ds_read(const char *text, size_t len, const char *sour
     c->reduce_bucket_size = c->allgather_bucket_size = 500000000;
     c->prefetch_bucket_size = 50000000;
     c->max_live_parameters = 1000000000;
+    c->max_reuse_distance = 1000000000; /* config.py ZeroConfig.max_reuse_distance */
     c->persistence_threshold = 100000;
     c->sub_group_size = 1000000000;
     c->contiguous_gradients = true;
@@ -443,6 +445,8 @@ remat_status remat_ledger_ds_write(const char *text, size_t len, const char *sou
                  cJSON_CreateNumber((double)set->prefetch_bucket_size)) &&
              put(z, "stage3_max_live_parameters", "max_live_parameters",
                  cJSON_CreateNumber((double)set->max_live_parameters)) &&
+             put(z, "stage3_max_reuse_distance", "max_reuse_distance",
+                 cJSON_CreateNumber((double)set->max_reuse_distance)) &&
              put(z, "stage3_param_persistence_threshold", "param_persistence_threshold",
                  cJSON_CreateNumber((double)set->persistence_threshold)) &&
              put(z, "sub_group_size", NULL, cJSON_CreateNumber((double)set->sub_group_size));

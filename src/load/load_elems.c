@@ -677,6 +677,15 @@ int remat__load_op_refs(loader *L, const cJSON *e, uint32_t k, uint32_t *ti, uin
          * (src/load/attrs.c), nothing else does. */
         if (!json_text(L, attrs, &op->attrs_json))
             return 0;
+        /* The module that ran the op (scripts/export_torch.py writes it):
+         * sharded data parallel takes its units from it (shard_units.c). */
+        char p[PATH_MAX_LEN];
+        snprintf(p, sizeof p, "%s.attrs", path);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(attrs, "module");
+        if (m && cJSON_IsNull(m))
+            m = NULL;
+        if (m && !get_str(L, m, "module", p, &op->module, 0))
+            return 0;
     }
     return 1;
 }

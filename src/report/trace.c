@@ -143,6 +143,10 @@ static remat_status sweep(remat_trace *t, remat_trace_interval **tr, size_t *n_t
                 st = remat_err_set(err, REMAT_EOVERFLOW, "trace: live bytes exceed 2^64-1 at step %zu", s);
                 goto out;
             }
+        /* Released as the step begins: not in its mark. */
+        for (size_t j = fr; j < cnt[s]; j++)
+            if (t->iv[by_free[j]].early)
+                cur[t->iv[by_free[j]].category] -= t->iv[by_free[j]].bytes;
         const uint64_t *hw = t->hw + s * REMAT_CAT_COUNT;
         for (int c = 0; c < REMAT_CAT_COUNT; c++) {
             if (hw[c] < cur[c]) {
@@ -167,7 +171,8 @@ static remat_status sweep(remat_trace *t, remat_trace_interval **tr, size_t *n_t
             x->alloc = x->free = s;
         }
         for (; fr < cnt[s]; fr++)
-            cur[t->iv[by_free[fr]].category] -= t->iv[by_free[fr]].bytes;
+            if (!t->iv[by_free[fr]].early)
+                cur[t->iv[by_free[fr]].category] -= t->iv[by_free[fr]].bytes;
         uint64_t live = 0;
         for (int c = 0; c < REMAT_CAT_COUNT; c++)
             live += cur[c]; /* bounded by the high-water total, which fit */
@@ -250,6 +255,7 @@ static remat_status take_record(remat_trace *t, remat__intervals *rec, remat_err
         iv->bytes = v->bytes;
         iv->alloc = v->first;
         iv->free = v->last == REMAT__IV_NEVER ? REMAT_TRACE_END : v->last;
+        iv->early = v->early;
         if (v->workspace)
             iv->why = REMAT_TRACE_WHY_WORKSPACE;
         else if (v->storage == REMAT_NONE && (v->grad || v->category == REMAT_CAT_GATHERED_PARAMS ||

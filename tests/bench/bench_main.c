@@ -400,7 +400,8 @@ static int bench_fidelity(const char *remat)
 
 /* ------------------------------------------------------------ pp-time */
 
-/* The same for a pipeline (scripts/bench_pp_time.py): tests/torch/
+/* The predicted step time of a pipeline beside a measured one (scripts/
+ * bench_pp_time.py): tests/torch/
  * pp_1f1b.py's 1F1B run over 2 and 4 gloo processes on loopback, predicted
  * by `remat replay --pp P --device` from this CPU's measured op durations
  * and a measured gloo link, beside the median real step. */

@@ -93,3 +93,20 @@ echo '{"zero_optimization": {"stage": 0}}' >"$T/z0.json"
 expect ds_write_multi 0 'not expressible: op t1 is recomputed 2 times' -- "$REMAT" plan graphs/chain16.json --strategy revolve --activation-budget 6MiB --deepspeed-config "$T/z0.json" --write-deepspeed-config "$T/ds-out3.json"
 expect ds_write_needs 2 '--write-deepspeed-config rewrites a config: give it with --deepspeed-config' -- "$REMAT" plan "$T/ds.json" --write-deepspeed-config "$T/x.json"
 expect ds_write_plan_only 2 '--write-deepspeed-config applies to remat plan only' -- "$REMAT" replay "$T/ds.json" --deepspeed-config $F/z3_bf16.json --dp 8 --write-deepspeed-config "$T/x.json"
+# stage3_max_reuse_distance (tests/check_deepspeed.c works it by hand): the
+# flag, the config key, and DeepSpeed's default of 1e9 for a file without
+# it all reach the builder. On units3 (Psi = 21, 4 ranks) with no prefetch,
+# any distance above the model keeps every unit gathered from forward into
+# backward: 2 Psi = 42 elements, where 0 (no file) moves 3 Psi = 63.
+expect ds_max_reuse_flag 0 "42 elements = 84 B per rank per step" -- \
+    "$REMAT" replay tests/fixtures/fsdp/units3.json --dp 4 --zero 3 --weights bf16 --grads bf16 --stage3-prefetch 0 --stage3-max-reuse 1000
+printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 0, "stage3_max_reuse_distance": 1000}}' >"$T/reuse.json"
+expect ds_max_reuse_config 0 "42 elements = 84 B per rank per step" -- \
+    "$REMAT" replay tests/fixtures/fsdp/units3.json --dp 4 --deepspeed-config "$T/reuse.json" --weights bf16 --grads bf16
+printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 0}}' >"$T/reuse_default.json"
+expect ds_max_reuse_default 0 "42 elements = 84 B per rank per step" -- \
+    "$REMAT" replay tests/fixtures/fsdp/units3.json --dp 4 --deepspeed-config "$T/reuse_default.json" --weights bf16 --grads bf16
+expect ds_max_reuse_none 0 "63 elements = 126 B per rank per step" -- \
+    "$REMAT" replay tests/fixtures/fsdp/units3.json --dp 4 --zero 3 --weights bf16 --grads bf16 --stage3-prefetch 0
+expect ds_max_reuse_bad 3 "zero_optimization.stage3_max_reuse_distance: must be a whole number" -- \
+    "$REMAT" replay tests/fixtures/fsdp/units3.json --dp 4 --deepspeed-config tests/fixtures/deepspeed/bad_reuse.json --weights bf16 --grads bf16

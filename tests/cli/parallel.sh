@@ -90,3 +90,9 @@ expect pp_ledger_replay 0 "device 0 peak 12.02 MiB (12599296 B)" -- \
     "$REMAT" replay "$T/c8.json" --pp 2 --microbatches 4 --pp-stages 0:4,4:8 --optimizer adam
 expect pp_ledger_no_dp 2 "--dp, --shard and --deepspeed-config with --pp" -- \
     "$REMAT" plan "$T/c8.json" --pp 2 --optimizer adam --dp 4
+# trace --plan with a pipeline plan file: its stages' own plans on the time
+# axis, 2 devices x 4 microbatches x forward and backward (16 events) and
+# one boundary crossed both ways per microbatch (8 sends).
+expect pp_file_trace 0 "16 compute, 8 sends" -- sh -c "'$REMAT' trace '$T/c8.json' --plan '$T/c8.ppplan' --device h200 --format chrome | awk '/\"ph\": \"X\"/ { if (/\"tid\": 0,/) c++; else s++ } END { print c \" compute, \" s \" sends\" }'"
+expect pp_file_trace_budget 2 "then trace --plan FILE" -- "$REMAT" trace "$T/c8.json" --plan "$T/c8.ppplan" --device h200 --format chrome --budget 9MiB
+expect pp_file_trace_with_pp 2 "give --plan FILE without --pp" -- "$REMAT" trace "$T/c8.json" --pp 2 --plan "$T/c8.ppplan" --device h200 --format chrome

@@ -43,7 +43,7 @@ expect zr_ws_bound_json 0 '"optimizer_state": 48, "master_weights": 0, "frozen":
 expect zr_ws_bytes 0 '"workspace": 1000,' -- "$REMAT" replay "$F" --optimizer adam --optimizer-workspace 1000B --json
 expect zr_plan 0 'the most optimizer state (rank 2, 48 B)' -- "$REMAT" plan "$F" --dp 3 --shard zero-redundancy --optimizer adam --strategy store-all
 expect zr_compare 0 '"strategy": "store-all", "feasible": true' -- "$REMAT" compare "$F" --dp 3 --shard zero-redundancy --optimizer adam --budget 1MiB --json
-expect zr_bad_shard 2 "--shard: 'fsdp' is not a sharding" -- "$REMAT" replay "$F" --dp 2 --shard fsdp
+expect zr_bad_shard 2 "--shard: 'megatron' is not a sharding" -- "$REMAT" replay "$F" --dp 2 --shard megatron
 expect zr_no_dp 2 '--shard zero-redundancy needs --dp N with N >= 2' -- "$REMAT" replay "$F" --shard zero-redundancy
 expect zr_with_zero 2 'drop --zero 1' -- "$REMAT" replay "$F" --dp 2 --zero 1 --shard zero-redundancy
 expect zr_rank_alone 2 '--rank applies to --shard zero-redundancy only' -- "$REMAT" replay "$F" --dp 2 --rank 1

@@ -65,8 +65,8 @@ expect time_pp_json 0 '"time": {"device": "link", "step_s": 1.00000000000000' --
 # activation has arrived (3 us), the gradient's send is on device 1's lane 2.
 expect time_pp_trace_f1 0 '"name": "F mb 0 stage 1", "cat": "forward", "ph": "X", "ts": 3.000, "dur": 1.000, "pid": 1, "tid": 0' -- "$REMAT" trace "$T/pp2.json" --pp 2 --device "$T/link.json" --format chrome
 expect time_pp_trace_send 0 '"name": "send grad mb 0 to device 0", "cat": "send_gradient", "ph": "X", "ts": 6.000, "dur": 2.000, "pid": 1, "tid": 2' -- "$REMAT" trace "$T/pp2.json" --pp 2 --device "$T/link.json" --format chrome
-expect time_pp_trace_needs_device 2 '--pp traces the pipeline on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format chrome
-expect time_pp_trace_svg 2 '--pp traces the pipeline on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format svg
+expect time_pp_trace_needs_device 2 'a pipeline is traced on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format chrome
+expect time_pp_trace_svg 2 'a pipeline is traced on a device' -- "$REMAT" trace "$T/pp2.json" --pp 2 --format svg
 # A stage op the device cannot time is the graph's error, naming the op.
 sed 's/"bytes": 4096, "flops": 1000, "attrs": {"duration_ns": 1000, "bwd_duration_ns": 2000}}],/"bytes": 4096, "dtype": "bf16", "flops": 1000}],/' "$T/pp2.json" >"$T/pp2-bf16.json"
 expect time_pp_untimed_op 3 "has no bf16 peak" -- "$REMAT" replay "$T/pp2-bf16.json" --pp 2 --device v100-sxm2

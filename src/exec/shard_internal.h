@@ -1,0 +1,29 @@
+/*
+ * shard_internal.h - the seams between shard.c (the sharding and the
+ * DeepSpeed/DDP collective builder), shard_units.c (units by module) and
+ * shard_fsdp.c (PyTorch FSDP's collective builder). Part of exec's inner
+ * interface.
+ */
+#ifndef REMAT_EXEC_SHARD_INTERNAL_H
+#define REMAT_EXEC_SHARD_INTERNAL_H
+
+#include "remat/exec.h"
+
+/* Sets unit_of[t] for every param t that an op reads: the op (forward
+ * order) that is the first to read a param of t's unit. With neither
+ * cfg->wrap_depth nor cfg->unit_prefixes a unit is the params an op is
+ * the first to read; otherwise a unit is a module prefix (remat/exec.h,
+ * remat_shard_config) and *root gets the root unit's op (REMAT_NONE when
+ * every param is in a listed unit). Other tensors get REMAT_NONE.
+ * REMAT_EINVAL names the option and the op or prefix at fault (a graph
+ * without attrs.module, a prefix no op's module has, a depth of 0);
+ * REMAT_ENOMEM. O(ops x prefixes + refs). */
+remat_status remat__shard_units(const remat_analysis *a, const remat_shard_config *cfg, uint32_t *unit_of,
+                                uint32_t *root, remat_err *err);
+
+/* remat_schedule_shard for cfg.fsdp FULL_SHARD and SHARD_GRAD_OP (NO_SHARD
+ * is DDP's builder with one bucket per unit). */
+remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
+                                        remat_err *err);
+
+#endif
