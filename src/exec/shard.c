@@ -416,6 +416,31 @@ static size_t collect(builder *B, remat_instr in, size_t at)
     return at;
 }
 
+/* Counts, per bucketed param, the BWD steps of the schedule that write its
+ * gradient (left[t]; an op reading t twice writes it once), and per bucket
+ * the params still to be written (bucket_left). Both collective builders
+ * (DeepSpeed/DDP here, FSDP in shard_fsdp.c) reduce a bucket when its count
+ * reaches 0; left and bucket_left must start zeroed. */
+void remat__shard_count_writers(const remat_sharding *sh, const remat_schedule *in, uint32_t *left,
+                                uint64_t *bucket_left)
+{
+    const remat_graph *g = sh->a->g;
+    for (size_t i = 0; i < in->n; i++) {
+        if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
+            continue;
+        const remat_op *op = &g->ops[in->ins[i].arg];
+        const uint32_t *inp = remat_op_inputs(g, op);
+        for (uint32_t j = 0; j < op->n_in; j++) {
+            uint32_t t = inp[j];
+            int dup = 0;
+            for (uint32_t q = 0; q < j && !dup; q++)
+                dup = inp[q] == t;
+            if (!dup && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
+                bucket_left[sh->bucket_of[t]]++;
+        }
+    }
+}
+
 remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
                                   remat_err *err)
 {
@@ -473,21 +498,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
                     w = UINT64_MAX;
             B.before[i] = w;
         }
-        /* Gradient writers per param, from the schedule itself. */
-        for (size_t i = 0; i < n; i++) {
-            if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
-                continue;
-            const remat_op *op = &g->ops[in->ins[i].arg];
-            const uint32_t *inp = remat_op_inputs(g, op);
-            for (uint32_t j = 0; j < op->n_in; j++) {
-                uint32_t t = inp[j];
-                int dup = 0;
-                for (uint32_t q = 0; q < j && !dup; q++)
-                    dup = inp[q] == t;
-                if (!dup && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
-                    bucket_left[sh->bucket_of[t]]++;
-            }
-        }
+        remat__shard_count_writers(sh, in, left, bucket_left);
     }
     int opt_seen = 0;
     for (size_t i = 0; st == REMAT_OK && i < n; i++) {

@@ -132,21 +132,7 @@ remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_sc
                 st = remat_err_set(err, REMAT_EINVAL, "instruction %zu: the schedule already has collectives", i);
         }
         uoff[n] = at;
-        /* Gradient writers per param, from the schedule itself. */
-        for (size_t i = 0; i < n; i++) {
-            if (in->ins[i].kind != REMAT_I_BWD || in->ins[i].arg >= g->n_ops)
-                continue;
-            const remat_op *op = &g->ops[in->ins[i].arg];
-            const uint32_t *inp = remat_op_inputs(g, op);
-            for (uint32_t j = 0; j < op->n_in; j++) {
-                uint32_t t = inp[j];
-                int dup = 0;
-                for (uint32_t q = 0; q < j && !dup; q++)
-                    dup = inp[q] == t;
-                if (!dup && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
-                    bucket_left[sh->bucket_of[t]]++;
-            }
-        }
+        remat__shard_count_writers(sh, in, left, bucket_left);
     }
     int opt_seen = 0, full = cfg->fsdp == REMAT_FSDP_FULL_SHARD;
     for (size_t i = 0; st == REMAT_OK && i <= n; i++) {

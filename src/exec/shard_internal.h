@@ -26,4 +26,11 @@ remat_status remat__shard_units(const remat_analysis *a, const remat_shard_confi
 remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
                                         remat_err *err);
 
+/* Per bucketed param, the schedule's BWD steps that write its gradient
+ * (left, zeroed by the caller), and per bucket its params still to be
+ * written (bucket_left, zeroed): the counts both collective builders reduce
+ * a bucket by. O(instructions + their inputs^2). */
+void remat__shard_count_writers(const remat_sharding *sh, const remat_schedule *in, uint32_t *left,
+                                uint64_t *bucket_left);
+
 #endif
