@@ -8,6 +8,20 @@ trap 'rm -rf "$T"' EXIT
 pass=0
 fail=0
 
+# shown: on a failure, the output's first 5 lines, then (when there are
+# more) its lines that say what failed and its last 5, so a CI log names
+# the cause of a long check's failure, not only its start.
+shown() {
+    sed 's/^/    /' "$T/out" | head -5
+    if [ "$(wc -l <"$T/out")" -gt 5 ]; then
+        echo "    ..."
+        sed '1,5d' "$T/out" | grep -E 'MISMATCH|OUTSIDE|DIFFER|FAIL|Error|error:|Traceback|did not finish' |
+            head -20 | sed 's/^/    /'
+        echo "    ... (last lines)"
+        tail -5 "$T/out" | sed 's/^/    /'
+    fi
+}
+
 # expect NAME RC SUBSTR -- command...: runs the command, checks its exit
 # status and that stdout+stderr contain SUBSTR.
 expect() {
@@ -16,10 +30,10 @@ expect() {
     "$@" >"$T/out" 2>&1
     got=$?
     if [ "$got" -ne "$rc" ]; then
-        echo "FAIL $name: exit $got, expected $rc"; sed 's/^/    /' "$T/out" | head -5
+        echo "FAIL $name: exit $got, expected $rc"; shown
         fail=$((fail + 1))
     elif ! grep -qF -- "$sub" "$T/out"; then
-        echo "FAIL $name: output lacks '$sub'"; sed 's/^/    /' "$T/out" | head -5
+        echo "FAIL $name: output lacks '$sub'"; shown
         fail=$((fail + 1))
     else
         pass=$((pass + 1))
