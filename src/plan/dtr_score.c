@@ -296,14 +296,37 @@ static void build_heap(remat_dtr_run *R, int full)
     uint32_t n = full || R->n_cand <= REMAT_DTR_SCAN_MAX ? R->n_cand : REMAT_DTR_SAMPLE;
     uint32_t sk = remat__dtr_next_seen(R);
     R->n_heap = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t s = n == R->n_cand ? R->cand[i] : R->cand[splitmix64(&R->rng) % R->n_cand];
-        if (R->slock[s] || R->seen[s] == sk)
-            continue;
-        R->seen[s] = sk;
-        remat_dtr_hent e = {score_at(R, s, 0), R->S->bytes[s], s, R->score == REMAT_DTR_LOCAL,
-                            R->evictions};
-        R->heap[R->n_heap++] = e;
+    /* In batches: first the batch's candidates (the sample's draws in
+     * order), with what their lower bounds read fetched ahead, then their
+     * bounds. A sample of a large graph is scattered over memory, and one
+     * candidate at a time waits for each of its reads in turn (a third of
+     * DTR's time at 10^5 ops). */
+    enum { BATCH = 32 };
+    uint32_t pick[BATCH];
+    for (uint32_t i0 = 0; i0 < n; i0 += BATCH) {
+        const uint32_t nb = n - i0 < BATCH ? n - i0 : BATCH;
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t s = n == R->n_cand ? R->cand[i0 + k] : R->cand[splitmix64(&R->rng) % R->n_cand];
+            pick[k] = s;
+#if defined(__GNUC__)
+            __builtin_prefetch(&R->slock[s]);
+            __builtin_prefetch(&R->seen[s]);
+            __builtin_prefetch(&R->nsum[s]);
+            __builtin_prefetch(&R->last[s]);
+            __builtin_prefetch(&R->S->cost[s]);
+            __builtin_prefetch(&R->S->bytes[s]);
+            __builtin_prefetch(&R->S->view_off[s]);
+            __builtin_prefetch(&R->res[s]);
+#endif
+        }
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t s = pick[k];
+            if (R->slock[s] || R->seen[s] == sk)
+                continue;
+            R->seen[s] = sk;
+            remat_dtr_hent e = {score_at(R, s, 0), R->S->bytes[s], s, R->score == REMAT_DTR_LOCAL, R->evictions};
+            R->heap[R->n_heap++] = e;
+        }
     }
     for (uint32_t i = R->n_heap / 2; i-- > 0;)
         sift_down(R->heap, R->n_heap, i);
