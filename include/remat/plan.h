@@ -196,6 +196,11 @@ const remat_plan_option_info *remat_plan_option_table(size_t *n);
  * are borrowed: value must outlive o. */
 remat_status remat_plan_option_set(remat_plan_options *o, const char *name, const char *value, remat_err *err);
 
+/* 1 when option `name` of o holds other than remat_plan_options_init's
+ * value (a set flag, a nonzero count, a text given), else 0 (also for an
+ * unknown name). A choice set to its default reads as not given. O(1). */
+int remat_plan_option_given(const remat_plan_options *o, const char *name);
+
 /* Plans with o->strategy, replays the result and checks the budget. On
  * success *out owns the plan and *r the replay of its schedule (destroy
  * both). When the strategy cannot meet the budget the result is
