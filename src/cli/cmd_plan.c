@@ -262,16 +262,18 @@ int cmd_plan(int argc, char **argv)
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
         REMAT_CLI_PP_LONG_OPTS,
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum { CAP = 64 };
-    struct option opts[CAP + sizeof tail / sizeof tail[0]];
+    struct option own[CAP + sizeof tail / sizeof tail[0]];
+    struct option opts[CAP + sizeof tail / sizeof tail[0] + REMAT_CLI_FORMAT_FLAGS];
     char names[CAP][32];
-    size_t k = remat_cli_plan_long_opts(opts, names, CAP);
-    memcpy(opts + k, tail, sizeof tail);
+    size_t k = remat_cli_plan_long_opts(own, names, CAP);
+    memcpy(own + k, tail, sizeof tail);
+    /* Its documents: the replay summary, or with --pp the pipeline report. */
+    remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_REPLAY) | REMAT_CLI_DOC(REMAT_DOC_PIPELINE), own, opts);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c, rc0;
