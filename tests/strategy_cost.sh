@@ -41,20 +41,15 @@ W=$T
 cat >"$W/src/plan/toy.c" <<'EOF'
 /*
  * toy.c - a demo strategy with one option (tests/strategy_cost.sh writes it
- * into a copy of the tree): it keeps every activation, as store-all does,
- * and echoes its option in its params, so a test can see the option reach it.
+ * into a copy of the tree): store-all's plan, with its option echoed in its
+ * params, so that a test can see the option reach it.
  */
 #include "planner.h"
 
 remat_status remat__strategy_toy(remat_planner *P, remat_plan *out)
 {
-    remat_status st = remat__plan_alloc_keep(P, out);
-    if (st != REMAT_OK)
-        return st;
-    const remat_graph *g = P->a->g;
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        out->keep[t] = g->tensors[t].kind == REMAT_TENSOR_ACTIVATION;
-    return remat__plan_params(P, out, "{\"knob\": %u}", P->o->toy_knob);
+    remat_status st = remat__strategy_store_all(P, out);
+    return st != REMAT_OK ? st : remat__plan_params(P, out, "{\"knob\": %u}", P->o->toy_knob);
 }
 EOF
 
