@@ -134,7 +134,6 @@ check: deps
 	$(BUILD)/example_api
 	$(BUILD)/threads 1
 	sh tests/cli_test.sh $(BUILD)/remat
-	sh tests/strategy_cost.sh
 	sh tests/readme_test.sh $(BUILD)
 	sh tests/install_test.sh $(BUILD)
 

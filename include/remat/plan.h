@@ -167,7 +167,7 @@ typedef struct remat_strategy_info {
  * a strategy is its own file in src/plan, its entries in the registry
  * (src/plan/strategies.h: the strategy, and each option it reads), and
  * (when it has an option) a field of remat_plan_options here: three files,
- * which tests/strategy_cost.sh checks by adding one. */
+ * which tests/cli/strategy_cost.sh checks by adding one. */
 const remat_strategy_info *remat_plan_strategies(size_t *n);
 
 /* The options strategies read, as data: each names a remat_plan_options
