@@ -109,6 +109,20 @@ for f in tests/*.c tests/*.h tests/*/*.c tests/*/*.h tests/*/*.py scripts/*.py \
     [ -f "$f" ] && lines_ok "$f"
 done
 
+# Every tests/check_*.c is a suite or a part of one. A suite defines
+# `Suite *NAME_suite(void)` at the start of a line (the Makefile lists those
+# for the runner); a part defines hooks `void NAME_tests(TCase *tc)` that a
+# suite's file calls. A file that is neither, or a hook nobody calls, would
+# compile and link and run none of its tests, so it is refused here.
+for f in tests/check_*.c; do
+    grep -q '^Suite \*[a-z0-9_]*_suite(void)$' "$f" && continue
+    hooks=$(sed -n 's/^void \([a-z0-9_]*_tests\)(TCase \*[a-z]*)$/\1/p' "$f")
+    [ -n "$hooks" ] || say "$f: neither a suite (Suite *NAME_suite(void)) nor a part of one (void NAME_tests(TCase *tc))"
+    for h in $hooks; do
+        grep -q "^[[:space:]]*$h([a-z]*);" tests/check_*.c || say "$f: $h() adds tests that no suite runs (call it from the suite's file)"
+    done
+done
+
 # Flags belong to the command: a library message names the API parameter
 # (include/remat/util.h, remat_err), and the CLI spells it as its flag
 # (remat_cli_in_flags), so no string literal outside src/cli names a
