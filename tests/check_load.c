@@ -56,7 +56,7 @@ void fails_all(const bad_case *c, size_t n)
         fails(c[i].json, c[i].code, c[i].substr);
 }
 
-/* ---- the two drivers ------------------------------------------------- */
+/* ---- loading with both drivers --------------------------------------- */
 
 /* Loads sq with the tree driver and with the stream driver (which must not
  * give up unless may_give_up) and asserts both give the same graph. */
