@@ -42,7 +42,8 @@ TEST_LIB := tests/test_util.c tests/exec_util.c tests/oracle.c
 # A suite is a `Suite *NAME_suite(void)` defined at the start of a line in a
 # tests/check_*.c; a file that defines none is a part of a suite split along
 # a seam (tests/check_load_errors.c adds its TCases to check_load.c's "load").
-SUITES   := $(shell sed -n 's/^Suite \*\([a-z0-9_]*\)_suite(void)$$/\1/p' $(TEST_SRC))
+# /dev/null first: with no tests (a copy of src alone) sed reads no stdin.
+SUITES   := $(shell sed -n 's/^Suite \*\([a-z0-9_]*\)_suite(void)$$/\1/p' /dev/null $(TEST_SRC))
 BENCH_SRC:= $(sort $(wildcard tests/bench/*.c))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
