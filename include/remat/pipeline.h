@@ -164,7 +164,9 @@ typedef struct remat_pp_stage {
     uint64_t held;             /* one microbatch between its forward and its backward */
     uint64_t running;          /* one microbatch's high-water mark beyond the persistent categories */
     uint64_t recv_bytes, send_bytes; /* activations in from the previous stage, out to the next */
-    uint64_t budget;           /* what its plan was made under (0: no budget) */
+    uint64_t budget;           /* what its plan was made under (0: no budget), */
+    remat_budget_kind budget_kind; /* ... of this kind: TOTAL for one microbatch's whole peak, ACTIVATION
+                                    * when the device's search planned it for its in-flight bytes */
     /* With a device (remat_pp_result.timed), seconds for one microbatch: */
     double fwd_time, bwd_time, recompute_time; /* its FWD, BWD and RECOMPUTE instructions' op times */
     double act_send_time, grad_send_time;      /* SEND of its output activation, of its input gradient */
