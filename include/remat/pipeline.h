@@ -189,9 +189,11 @@ typedef struct remat_pp_result {
 } remat_pp_result;
 
 /* Plans every virtual stage (cuts: P*V+1 positions, or NULL to balance by
- * `by`) with o; with a total budget, lowers a device's stage budgets until
- * the device's peak fits (REMAT_EINFEASIBLE naming the device when it
- * cannot). Activation budgets and ledger extras are refused (REMAT_EINVAL).
+ * `by`) with o; with a total budget, a device that its one-microbatch
+ * plans put over it has its stages planned again for its microbatches in
+ * flight (pp_plan.c, fit_device: an activation budget searched, each
+ * candidate judged by the device's peak) until it fits (REMAT_EINFEASIBLE
+ * naming the device when it cannot). Activation budgets and ledger extras are refused (REMAT_EINVAL).
  * With o->device the final plans are timed on it (pp_plan.c: op times per
  * instruction, SEND per boundary tensor) and the timeline is in seconds;
  * an op the device cannot time is REMAT_EGRAPH naming the stage's op.

@@ -21,9 +21,10 @@
  * device, how many microbatches of each of its chunks are held by others;
  * the device's peak is its chunks' persistent bytes plus the largest
  * "held by others + running" over its events. Under a total budget a
- * device whose peak is over is replanned at the largest stage budget that
- * makes it fit, found by bisection (about 12 plans per device): the
- * planner is exact about one microbatch, the bisection about the rest.
+ * device whose peak is over is planned again for that figure (fit_device):
+ * its stages under the activation budget that the search finds, each
+ * candidate judged by the device's peak, so what the search accepts is
+ * what the simulation gives.
  *
  * With a device (o->device), the final plans are timed: a stage's forward
  * is the sum of its FWD instructions' op times (remat/time.h: measured
