@@ -19,19 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-static remat_graph *chain8(void)
+/* A generated transformer (remat gen transformer -s S -b B -h H -a A -L L
+ * --vocab V [--dropout]), analyzed. */
+static remat_analysis *transformer(uint32_t seq, uint32_t batch, uint32_t hidden, uint32_t heads, uint32_t layers,
+                                   uint32_t vocab, bool dropout, remat_graph **g)
 {
-    remat_gen_opts o;
-    remat_gen_opts_init(&o, REMAT_GEN_CHAIN);
-    o.ops = 8;
-    o.param_bytes = 1024;
+    remat_gen_opts go;
+    remat_gen_opts_init(&go, REMAT_GEN_TRANSFORMER);
+    go.seq = seq;
+    go.batch = batch;
+    go.hidden = hidden;
+    go.heads = heads;
+    go.layers = layers;
+    go.vocab = vocab;
+    go.dropout = dropout;
+    *g = t_gen(&go);
+    remat_analysis *a = NULL;
     remat_err err;
     remat_err_init(&err);
-    char *json = remat_gen_json(&o, NULL, &err);
-    ck_assert_ptr_nonnull(json);
-    remat_graph *g = t_load(json);
-    remat_free(json);
-    return g;
+    ck_assert_msg(remat_analyze(*g, &a, &err) == REMAT_OK, "%s", err.msg);
+    return a;
 }
 
 /* The 8-op chain (x -> t1 -> ... -> t7 -> loss, 1 MiB activations, a 1 KiB
@@ -61,7 +68,7 @@ static remat_graph *chain8(void)
 START_TEST(pp_should_plan_a_stage_for_its_microbatches_in_flight)
 {
     const uint64_t MiB = 1u << 20, B = 10 * MiB + 8192;
-    remat_graph *g = chain8();
+    remat_graph *g = t_gen_chain(8, 1024);
     remat_analysis *a = NULL;
     remat_err err;
     remat_err_init(&err);
@@ -180,22 +187,10 @@ START_TEST(pp_should_fit_every_device_whenever_feasible)
     static const double fractions[] = {0.55, 0.7, 0.85, 0.95};
     unsigned feasible = 0, tight = 0, cases = 0;
     for (uint32_t L = 1; L <= 3; L += 2) {
-        remat_gen_opts go;
-        remat_gen_opts_init(&go, REMAT_GEN_TRANSFORMER);
-        go.seq = 32;
-        go.batch = 2;
-        go.hidden = 64;
-        go.heads = 4;
-        go.layers = L;
-        go.vocab = 256;
-        go.dropout = L == 3;
+        remat_graph *g = NULL;
+        remat_analysis *a = transformer(32, 2, 64, 4, L, 256, L == 3, &g);
         remat_err err;
         remat_err_init(&err);
-        char *json = remat_gen_json(&go, NULL, &err);
-        ck_assert_ptr_nonnull(json);
-        remat_graph *g = NULL;
-        remat_analysis *a = t_analyze(json, &g);
-        remat_free(json);
         for (uint32_t P = 2; P <= 4; P += 2)
             for (int kind = 0; kind < 2; kind++)
                 for (uint32_t M = 2; M <= 8; M *= 4) {
@@ -252,22 +247,9 @@ END_TEST
  * search reached was over 12 MiB). Planned for the device, they fit. */
 START_TEST(pp_should_meet_the_budget_auto_missed_for_one_microbatch)
 {
-    remat_gen_opts go;
-    remat_gen_opts_init(&go, REMAT_GEN_TRANSFORMER);
-    go.seq = 128;
-    go.batch = 2;
-    go.hidden = 256;
-    go.heads = 4;
-    go.layers = 4;
-    go.vocab = 1024;
-    go.dropout = true;
-    remat_err err;
-    remat_err_init(&err);
-    char *json = remat_gen_json(&go, NULL, &err);
-    ck_assert_ptr_nonnull(json);
     remat_graph *g = NULL;
-    remat_analysis *a = t_analyze(json, &g);
-    remat_free(json);
+    remat_analysis *a = transformer(128, 2, 256, 4, 4, 1024, true, &g);
+    remat_err err;
     static const uint32_t cuts[] = {0, 19, 37, 55, 76};
     const remat_pp_config c = {REMAT_PP_1F1B, 4, 8, 1};
     static const char *const strategies[] = {"chen-greedy", "dtr", "auto"};
