@@ -369,9 +369,10 @@ static void swap_device(remat_pp_result *r, uint32_t d, remat_pp_stage *keep, do
  * then bisects a in [0, B - persistent], judging every candidate by
  * device_peak itself, so the planned figure is the simulated one; it keeps
  * the fitting candidate with the fewest recomputed FLOPs (planners are not
- * monotone in held bytes). Only when no activation budget fits does it try
- * the total budgets of one microbatch (the earlier search), so no plan that
- * one found is lost. About 2 x 13 plans per device that is over. */
+ * monotone in held bytes). The total budgets of one microbatch (the earlier
+ * search, the same bisection) are searched too, so the answer never
+ * recomputes more than that search's: on transformers one family or the
+ * other recomputes less. About 2 x 13 plans per device that is over. */
 static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const remat_plan_options *o, uint32_t d,
                                uint64_t *counts, double *bwd, remat_err *err)
 {
@@ -400,7 +401,7 @@ static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const 
     uint64_t least = r->device_peak[d], best_extra = UINT64_MAX;
     const uint32_t others = r->timeline.max_in_flight[d] > 0 ? r->timeline.max_in_flight[d] - 1 : 0;
     const remat_budget_kind kinds[2] = {REMAT_BUDGET_ACTIVATION, REMAT_BUDGET_TOTAL};
-    for (int f = 0; f < 2 && s == REMAT_OK && best_extra == UINT64_MAX; f++) {
+    for (int f = 0; f < 2 && s == REMAT_OK; f++) {
         const uint64_t top = kinds[f] == REMAT_BUDGET_TOTAL ? B : (B > persistent ? B - persistent : 0);
         uint64_t lo = 0, hi = top, seed = 0;
         if (kinds[f] == REMAT_BUDGET_ACTIVATION) {
