@@ -330,7 +330,8 @@ static remat_status try_device(remat_pp_result *r, const stage_graph *sg, const 
         }
         if (s != REMAT_OK)
             return s;
-        *extra += r->stages[v].replay.flops_recompute;
+        if (!remat_u64_add(*extra, r->stages[v].replay.flops_recompute, extra))
+            *extra = UINT64_MAX - 1; /* saturates, still below "none yet" */
     }
     *peak = device_peak(r, d, counts);
     return REMAT_OK;
@@ -380,8 +381,11 @@ static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const 
     const uint64_t B = o->budget;
     uint64_t persistent = 0, held = 0;
     for (uint32_t ch = 0; ch < V; ch++) {
-        persistent += r->stages[ch * P + d].persistent;
-        held += r->stages[ch * P + d].held;
+        /* Saturating: a sum past 2^64 bytes is over any budget anyway. */
+        if (!remat_u64_add(persistent, r->stages[ch * P + d].persistent, &persistent))
+            persistent = UINT64_MAX;
+        if (!remat_u64_add(held, r->stages[ch * P + d].held, &held))
+            held = UINT64_MAX;
     }
     remat_pp_stage *keep = remat__calloc(V, sizeof *keep);
     double *keep_bwd = remat__calloc(V, sizeof *keep_bwd);
