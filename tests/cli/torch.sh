@@ -102,9 +102,19 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
     # GPT, U-Net at 0.5, 0.7 and 0.9).
     expect torch_schedule_instances 0 "ok b read at 10 (none later: the last one): 8" -- \
         $PYT tests/torch/schedule_instances.py
-    expect torch_remat_torch_chain 0 "ok f=0.5 activation-budget 720896 B: dtr" -- \
+    # The budget each line names is f x the activation peak that `remat
+    # replay --json` gives the model's graph, built again here (the
+    # script's own build, remat_torch.graph_of), not a number read from a run.
+    act_budget() { # MODEL F: prints f x the activation peak, in whole bytes
+        $PYT -c 'import json, sys; sys.path.insert(0, "tests/torch"); import remat_torch_check as c
+m, i = c.build(sys.argv[1]); json.dump(c.remat_torch.graph_of(m, i), open(sys.argv[2], "w"))' \
+            "$1" "$T/budget_$1.json" &&
+            "$REMAT" replay "$T/budget_$1.json" --json 2>/dev/null |
+            $PYT -c 'import json, sys; print(int(float(sys.argv[1]) * json.load(sys.stdin)["activation_peak_bytes"]))' "$2"
+    }
+    expect torch_remat_torch_chain 0 "ok f=0.5 activation-budget $(act_budget chain 0.5) B: dtr" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.5,0.9 --no-auto
-    expect torch_remat_torch_gpt_schedule 0 "ok f=0.5 activation-budget 8898658 B: dtr (schedule graphs)" -- \
+    expect torch_remat_torch_gpt_schedule 0 "ok f=0.5 activation-budget $(act_budget gpt 0.5) B: dtr (schedule graphs)" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models gpt --fractions 0.5 --strategy dtr
     # Dropout masks recomputed under the generator state saved at their draw
     # (scripts/torch_rng.py): a keep set and DTR's schedule replay draws, the
