@@ -48,6 +48,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_rng  # noqa: E402
 
 
+# node.meta key of a copy that recomputes a value (a RECOMPUTE instance; remat_torch's runner times them)
+RECOMPUTED = "remat_recomputed"
+
+
 def intervals(schedule, graph):
     """tensor id -> [[create instruction, free instruction or None]], op id -> its BWD instruction, the
     first BWD's instruction."""
@@ -180,8 +184,10 @@ class _Builder:
         def arg(a):
             return self.value(a, ctx)
         node = self.g.node_copy(n, arg)
-        if c not in self.fwd_at:
+        again = c not in self.fwd_at
+        if again:
             torch_rng.as_replay(node)    # a random op's recomputation replays its saved generator state
+            node.meta[RECOMPUTED] = True
         self.memo[key] = node
         self.copies += 1
         if self.tid.get(n) is None and not _getitem(n):
@@ -190,6 +196,8 @@ class _Builder:
             for u in sorted((u for u in n.users if _getitem(u)), key=lambda u: u.args[1]):
                 if (u, c) not in self.memo:
                     self.memo[(u, c)] = self.g.node_copy(u, lambda a: node)
+                    if again:
+                        self.memo[(u, c)].meta[RECOMPUTED] = True
         return node
 
 
