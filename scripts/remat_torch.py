@@ -498,6 +498,14 @@ RECOMPUTED = torch_schedule.RECOMPUTED
 RECOMPUTE_CLOCK = None
 
 
+def recomputed_in(fw, bw):
+    """The names of the nodes a backward graph computes again: those the forward graph runs too (as
+    functorch's AOT_PARTITIONER_DEBUG counts them). A forward-side node that only the backward runs (a
+    view of a saved value that only a gradient formula reads) is computed once, not again."""
+    names = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    return {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in names}
+
+
 def mark_recomputed(gm, names):
     """Marks the call_function nodes of gm named in names as recomputations (RECOMPUTED)."""
     for n in gm.graph.nodes:
@@ -808,9 +816,10 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
             fwd_names = {n.name for n in split_joint(joint)[0]}
             recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
             report["graphs"] = "keep set"
-            report["recomputed_nodes"] = len(recomputed)
             report["saved_values"] = len(saved)
             sink_recomputation(bw, recomputed)
+            recomputed = recomputed_in(fw, bw)
+            report["recomputed_nodes"] = len(recomputed)
             mark_recomputed(bw, recomputed)
         report["rng_replays"] = torch_rng.replays(fw, bw)
         if verbose:
@@ -863,12 +872,13 @@ def min_cut_compile(model, example_inputs, ops="nvfuser", sink=False):
         fwd_names = {n.name for n in split_joint(joint)[0]}
         fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, compiler=ops)
         flops = {d["id"]: (d.get("flops", 0), d.get("bwd_flops", 2 * d.get("flops", 0))) for d in graph["ops"]}
-        again = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        moved = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        again = recomputed_in(fw, bw)
         report.update(recomputed_nodes=len(again), recompute_flops=sum(flops.get(x, (0, 0))[0] for x in again))
         report["overhead"] = report["recompute_flops"] / max(1, sum(f + b for f, b in flops.values()))
         if sink:
-            sink_recomputation(bw, set(again))
-        mark_recomputed(bw, set(again))
+            sink_recomputation(bw, set(moved))
+        mark_recomputed(bw, again)
         return fw, bw
     c = _aot(model, partition)
     _warm(c, example_inputs)
