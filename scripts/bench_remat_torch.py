@@ -149,6 +149,8 @@ def verdict(mine, theirs, my_peak, their_peak):
     m, t = quartiles(mine), quartiles(theirs)
     if my_peak > their_peak:
         return "no verdict: remat's measured peak is above the peer's"
+    if not any(mine) and not any(theirs):
+        return "the same: neither recomputes"
     if m[2] < t[0]:
         return "remat costs less"
     if m[0] > t[2]:

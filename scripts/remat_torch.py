@@ -676,13 +676,13 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
         if rep.get("time"):
             line["recompute_s"] = rep["time"]["recompute_s"]
         if best is None or cost(rep) < cost(best[1]):
-            best = (plan, rep, ppath, line["command"])
+            best = (plan, rep, ppath, line["command"], cand)
     if best is None:
         why = "; ".join("%s -> exit %d %s" % (c["command"], c["exit"], c.get("message") or c.get("skipped", ""))
                         for c in report["commands"])
         raise RuntimeError("remat_torch: no %splan meets %s %s: %s" %
                            ("" if schedules else "keep-set ", budget_option, budget, why))
-    report["command"], report["plan"] = best[3], best[2]
+    report["command"], report["plan"], report["candidate"] = best[3], best[2], best[4]
     return best[0], best[1]
 
 
@@ -773,22 +773,41 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
             t2 = {n: by_name[n.name] for n in j2.graph.nodes if n.name in by_name}
             variants.append(("draws replayed", j2, torch_rng.add_states(j2, copy.deepcopy(graph), t2), t2))
         best, commands, errors = None, [], []
-        for k, (label, j, g, t) in enumerate(variants):
-            gpath = os.path.join(workdir, "graph.json" if k == 0 else "graph-rng.json")
+
+        def try_variant(k, label, j, g, t, cands):
+            nonlocal best
+            gpath = os.path.join(workdir, ("graph.json", "graph-rng.json", "graph-rng-used.json")[k])
             with open(gpath, "w") as f:
                 json.dump(g, f)
-            sub, pdir = {}, os.path.join(workdir, "rng") if k else workdir
+            sub, pdir = {}, os.path.join(workdir, ("", "rng", "rng-used")[k])
             os.makedirs(pdir, exist_ok=True)
             try:
-                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, strategies, sub,
+                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, cands, sub,
                                         schedules=schedule != "never", extra=extra)
             except RuntimeError as e:
                 errors.append(e)
-                continue
+                return
             finally:
-                commands += [dict(c, graph=label) for c in sub.get("commands", [])]
-            if best is None or cost(rep) < cost(best[5]):
+                commands.extend(dict(c, graph=label) for c in sub.get("commands", []))
+            # the kept draws win a tie with the replayed ones; the fewer states win a tie with all of them
+            if best is None or (cost(rep) <= cost(best[5]) if k == 2 else cost(rep) < cost(best[5])):
                 best = (label, j, g, t, plan, rep, sub, gpath)
+        for k, (label, j, g, t) in enumerate(variants):
+            try_variant(k, label, j, g, t, strategies)
+        if best is not None and best[0] == "draws replayed":
+            # The states of the draws the plan never recomputes are charged in its prediction (kept to
+            # their saver's backward step) but saved by no graph: plan the same strategy again on a graph
+            # with states for the recomputed draws only, so the prediction is what the step keeps.
+            again = set(best[5].get("recompute_counts") or {})
+            drawn = [d["id"] for d in best[2]["ops"] if "rng_state" in (d.get("attrs") or {})]
+            used = [x for x in drawn if x in again]
+            if len(used) < len(drawn):
+                j3 = copy.deepcopy(joint)
+                by_name = {n.name: x for n, x in node_of.items()}
+                t3 = {n: by_name[n.name] for n in j3.graph.nodes if n.name in by_name}
+                g3 = torch_rng.add_states(j3, copy.deepcopy(graph), t3, only=set(used))
+                try_variant(2, "draws replayed, %d of %d states" % (len(used), len(drawn)), j3, g3, t3,
+                            (best[6]["candidate"],))
         report["commands"] = commands
         if best is None:
             raise errors[-1]

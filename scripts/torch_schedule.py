@@ -184,9 +184,12 @@ class _Builder:
         def arg(a):
             return self.value(a, ctx)
         node = self.g.node_copy(n, arg)
-        again = c not in self.fwd_at
-        if again:
+        if c not in self.fwd_at:
             torch_rng.as_replay(node)    # a random op's recomputation replays its saved generator state
+        # A copy for a RECOMPUTE instance recomputes; one for no instruction at all (a weight's
+        # transpose: remat schedules no op for it) computes what the forward needs, once.
+        again = c is not None and c not in self.fwd_at
+        if again:
             node.meta[RECOMPUTED] = True
         self.memo[key] = node
         self.copies += 1
@@ -226,6 +229,14 @@ def build(joint, graph, tid, schedule):
             continue
         if tid.get(n) == n.name and n.name in resident:
             saved.append(n)
+    # A view of a parameter or of a resident activation (a weight's transpose, which the remat graph
+    # counts as the weight; a transpose that only the backward reads, counted as its base) is saved as the
+    # forward made it: it holds no bytes beyond its base, which is resident anyway, and a copy in the
+    # backward is one more dispatched call per read (on the GPT 90 of remat's 159 recomputing calls, half
+    # their time). A reader of a later instance of the base reads a copy made from that instance.
+    params = {p["id"] for p in graph["params"]}
+    saved += [n for n in jnodes if n.op == "call_function" and tid.get(n) not in (None, n.name) and
+              (tid[n] in params or tid[n] in resident) and hasattr(n.meta.get("tensor_meta"), "shape")]
     saved = primals + saved
 
     # Forward: the schedule's FWD instructions in order, then the outputs at the first BWD.
