@@ -628,8 +628,8 @@ def _warm(compiled, example_inputs):
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
 # policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
-CANDIDATES = (("store-all",), ("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
-              ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
+CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
+              ("mincut",), ("dtr",), ("revolve",), ("chain-dp",), ("store-all",))
 
 
 # --objective time's device: only ops without a measured duration use its roofline (views, which cost 0;
