@@ -628,8 +628,8 @@ def _warm(compiled, example_inputs):
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
 # policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
-CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
-              ("mincut",), ("dtr",), ("revolve",), ("chain-dp",), ("store-all",))
+CANDIDATES = (("store-all",), ("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
+              ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
 
 
 # --objective time's device: only ops without a measured duration use its roofline (views, which cost 0;
@@ -675,8 +675,10 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
             continue
         if rep.get("time"):
             line["recompute_s"] = rep["time"]["recompute_s"]
-        if best is None or cost(rep) < cost(best[1]):
-            best = (plan, rep, ppath, line["command"], cand)
+        # on a tie a keep set (functorch's split, no schedule copies): auto's own store-all is a schedule
+        key = cost(rep) + (not is_keep_set(chosen),)
+        if best is None or key < best[5]:
+            best = (plan, rep, ppath, line["command"], cand, key)
     if best is None:
         why = "; ".join("%s -> exit %d %s" % (c["command"], c["exit"], c.get("message") or c.get("skipped", ""))
                         for c in report["commands"])
