@@ -192,7 +192,8 @@ def main():
         methods = [("eager PyTorch", model, None),
                    ("AOT default partition", remat_torch.store_all_compile(model, inputs), None)]
         peers = []
-        for ops, sink, what in (("nvfuser", False, "AOT min-cut"), ("inductor", True, "AOT min-cut, inductor ops, sunk")):
+        for ops, sink, what in (("nvfuser", False, "AOT min-cut"),
+                                ("inductor", True, "AOT min-cut, inductor ops, sunk")):
             mc = remat_torch.min_cut_compile(model, inputs, ops=ops, sink=sink)
             lab = "%s (%d again, %.1f%% FLOPs)" % (what, mc.remat_report["recomputed_nodes"],
                                                    100 * mc.remat_report["overhead"])
@@ -250,9 +251,9 @@ def main():
             # the peer's measured peak; the whole-step difference (points of each one's baseline) beside it.
             d = [x - y for x, y in zip(extras(lab), extras(peer))]
             print("%-9s %s vs %s at %d B vs %d B: recompute %s ms vs %s ms: %s; step extra remat - peer %s points" %
-                  (name, lab.split(" at ")[0], peer.split(" (")[0], peaks[lab], peaks[peer], summary(again(lab), 1e-6, "%.2f"),
-                   summary(again(peer), 1e-6, "%.2f"), verdict(again(lab), again(peer), peaks[lab], peaks[peer]),
-                   summary(d, 100, "%+.1f")))
+                  (name, lab.split(" at ")[0], peer.split(" (")[0], peaks[lab], peaks[peer],
+                   summary(again(lab), 1e-6, "%.2f"), summary(again(peer), 1e-6, "%.2f"),
+                   verdict(again(lab), again(peer), peaks[lab], peaks[peer]), summary(d, 100, "%+.1f")))
         for f in failed:
             print("%-9s %s" % (name, f))
         sys.stdout.flush()

@@ -54,9 +54,17 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    the schedule.
 
 `min_cut_compile` and `store_all_compile` build the same module with
-functorch's min-cut partitioner and its default (save what the forward
-made) partitioner, through the same interpreter: the peers the bench
-compares with.
+functorch's min-cut partitioner (its op list and placement as torch 1.13
+has them, or the "inductor" list with its recomputation sunk to first
+use) and its default (save what the forward made) partitioner, through
+the same interpreter: the peers the bench compares with.
+
+compile(objective="time") measures each forward op's time on this machine
+and has remat plan for the least predicted recomputation time (remat plan
+--objective time) instead of the least FLOPs. Every node that recomputes
+carries node.meta[RECOMPUTED], and while RECOMPUTE_CLOCK is set the
+interpreter times them: the extra time of a plan measured where it is
+spent (scripts/bench_remat_torch.py).
 """
 import copy
 import json
@@ -193,7 +201,7 @@ def storages(joint, fwd, primals, real, timings=0):
                 for a in n.all_input_nodes:
                     if last.get(a) == i and a.op != "placeholder":
                         env.pop(a, None)
-            del env
+            env.clear()
             torch.set_rng_state(state)
         for t, s in zip(real, saved):
             t.copy_(s)
@@ -628,7 +636,8 @@ def _warm(compiled, example_inputs):
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
 # policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
-CANDIDATES = (("store-all",), ("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
+CANDIDATES = (("store-all",), ("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",),
+              ("sqrtn", "--linearized"),
               ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
 
 
