@@ -232,8 +232,8 @@ def build(joint, graph, tid, schedule):
     # A view of a parameter or of a resident activation (a weight's transpose, which the remat graph
     # counts as the weight; a transpose that only the backward reads, counted as its base) is saved as the
     # forward made it: it holds no bytes beyond its base, which is resident anyway, and a copy in the
-    # backward is one more dispatched call per read (on the GPT 90 of remat's 159 recomputing calls, half
-    # their time). A reader of a later instance of the base reads a copy made from that instance.
+    # backward is one more dispatched call per read (views were most of the calls timed as the GPT's
+    # recomputation). A reader of a later instance of the base reads a copy made from that instance.
     params = {p["id"] for p in graph["params"]}
     saved += [n for n in jnodes if n.op == "call_function" and tid.get(n) not in (None, n.name) and
               (tid[n] in params or tid[n] in resident) and hasattr(n.meta.get("tensor_meta"), "shape")]
