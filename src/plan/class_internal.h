@@ -70,7 +70,7 @@ typedef struct class_state {
     uint32_t n_ps;
     class_node *nd;
     uint32_t n_nd, cap_nd, max_nd;
-    uint32_t *slot;
+    uint64_t *slot; /* open addressing: hash << 32 | node + 1 (class_search.c) */
     uint32_t slot_mask;
     class_heap heap;
     uint64_t ub;

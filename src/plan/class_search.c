@@ -124,18 +124,27 @@ static uint32_t hash_of(uint32_t p, uint64_t mask)
     return (uint32_t)x;
 }
 
+/* A slot holds a node's index + 1 in its low half and its full hash in the
+ * high half: a probe compares the hash before it reads the node, so a
+ * mismatch costs no miss in the (large) node array, and a rehash needs no
+ * node at all (the look-ups are most of the search's time). */
+#define SLOT_NODE(x) ((uint32_t)(x))
+#define SLOT_HASH(x) ((uint32_t)((x) >> 32))
+
 /* Doubles the slot table; 0 on out of memory. */
 static int rehash(class_state *S)
 {
     uint32_t cap = (S->slot_mask + 1) * 2;
-    uint32_t *sl = remat__calloc(cap, sizeof *sl);
+    uint64_t *sl = remat__calloc(cap, sizeof *sl);
     if (!sl)
         return 0;
-    for (uint32_t i = 0; i < S->n_nd; i++) {
-        uint32_t h = hash_of(S->nd[i].p, S->nd[i].mask) & (cap - 1);
+    for (uint32_t i = 0; i <= S->slot_mask; i++) {
+        if (!S->slot[i])
+            continue;
+        uint32_t h = SLOT_HASH(S->slot[i]) & (cap - 1);
         while (sl[h])
             h = (h + 1) & (cap - 1);
-        sl[h] = i + 1;
+        sl[h] = S->slot[i];
     }
     remat__free(S->slot);
     S->slot = sl;
@@ -162,12 +171,13 @@ static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t
         S->kids[S->kids_n++] = (class_node){mask, c, est, p, u, instr};
         return 1;
     }
-    uint32_t h = hash_of(p, mask) & S->slot_mask, v = UINT32_MAX;
+    const uint32_t hf = hash_of(p, mask);
+    uint32_t h = hf & S->slot_mask, v = UINT32_MAX;
     S->work += 4;
     while (S->slot[h]) {
-        const class_node *x = &S->nd[S->slot[h] - 1];
-        if (x->p == p && x->mask == mask) {
-            v = S->slot[h] - 1;
+        const class_node *x = &S->nd[SLOT_NODE(S->slot[h]) - 1];
+        if (SLOT_HASH(S->slot[h]) == hf && x->p == p && x->mask == mask) {
+            v = SLOT_NODE(S->slot[h]) - 1;
             break;
         }
         h = (h + 1) & S->slot_mask;
@@ -190,7 +200,7 @@ static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t
         }
         v = S->n_nd++;
         S->nd[v] = (class_node){mask, c, est, p, u, instr};
-        S->slot[h] = v + 1;
+        S->slot[h] = (uint64_t)hf << 32 | (v + 1);
         if ((uint64_t)S->n_nd * 2 > S->slot_mask && !rehash(S))
             return 0;
     } else {
@@ -444,7 +454,7 @@ remat_status remat__class_search_within(remat_planner *P, remat_class_limits *li
     }
     S.nd[0] = (class_node){0, 0, h0, 0, 0, 0};
     S.n_nd = 1;
-    S.slot[hash_of(0, 0) & S.slot_mask] = 1;
+    S.slot[hash_of(0, 0) & S.slot_mask] = (uint64_t)hash_of(0, 0) << 32 | 1;
     uint64_t expansions = 0, last_f = h0, ticks = 0;
     uint32_t goal = UINT32_MAX;
     int stopped = 0;
