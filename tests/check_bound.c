@@ -14,7 +14,9 @@
  * 2. The extra FLOPs the local search reads off a built schedule (to reject
  *    a flip without replaying it) equal the replay's, over random keep sets.
  * 3. auto plans issue 20's two small layered graphs at GLPK's proven optima
- *    and certifies them optimal.
+ *    and certifies them optimal; where its first class search stops with a
+ *    gap above 0.1 pp, the deep search certifies the optimum, and no
+ *    strategy's plan is cheaper.
  * check_exact.c compares the bound with the optimum of an exhaustive search
  * over every schedule of the class on tiny graphs.
  */
@@ -404,6 +406,76 @@ START_TEST(auto_should_prove_the_small_layered_optima)
 }
 END_TEST
 
+/* Where auto's first class search stops at its work limit (1.2 x 10^7
+ * units, 2 x 10^6 states: auto.c) with a gap above 0.1 percentage point,
+ * the deep search (100 times the work) must finish: auto's plan is then
+ * certified "optimal", its bound equals its replayed extra FLOPs, and no
+ * strategy's replayed plan at that budget costs less (the optimum bounds
+ * them all). Layered DAGs at 0.6 of the store-all activation peak, found
+ * by scanning `remat gen layered` for exactly this case (GLPK, the
+ * independent method, did not prove them in 120 s; the bound's soundness
+ * is the random-graph tests' part). */
+START_TEST(auto_should_close_the_gap_where_its_first_search_stops)
+{
+    static const struct {
+        uint32_t width, layers;
+        uint64_t seed;
+    } cases[] = {{4, 6, 2}, {4, 8, 2}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        remat_gen_opts go;
+        remat_gen_opts_init(&go, REMAT_GEN_LAYERED);
+        go.width = cases[k].width;
+        go.layers = cases[k].layers;
+        go.seed = cases[k].seed;
+        remat_graph *g;
+        remat_analysis *a = load_gen(&go, &g);
+        const uint64_t budget = (uint64_t)((double)store_all_metric(a, REMAT_BUDGET_ACTIVATION) * 0.6);
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        o.budget_kind = REMAT_BUDGET_ACTIVATION;
+        o.budget = budget;
+        remat_err err;
+        remat_err_init(&err);
+        remat_planner P;
+        memset(&P, 0, sizeof P);
+        P.a = a;
+        P.o = &o;
+        P.err = &err;
+        remat_schedule s;
+        remat_schedule_init(&s);
+        remat_class_limits lim = {0, UINT64_MAX, 2000000, 0, 0, 12000000};
+        uint64_t opt = 0, lb_first = 0;
+        int ran = 1;
+        ck_assert_msg(remat__class_search_within(&P, &lim, &s, &opt, &lb_first, &ran) == REMAT_OK, "%s", err.msg);
+        remat_schedule_destroy(&s);
+        ck_assert_msg(!ran, "layered %ux%u seed %llu: the first search finished; the case tests nothing",
+                      cases[k].width, cases[k].layers, (unsigned long long)cases[k].seed);
+        remat_plan plan;
+        remat_replay_result r;
+        ck_assert_msg(remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK, "%s", err.msg);
+        ck_assert_msg(r.activation_peak <= budget, "auto over its budget");
+        ck_assert_msg(param_num(plan.params_json, "lower_bound") == (double)r.flops_recompute &&
+                          strstr(plan.params_json, "\"gap\": \"optimal\"") != NULL,
+                      "layered %ux%u seed %llu: %s", cases[k].width, cases[k].layers,
+                      (unsigned long long)cases[k].seed, plan.params_json);
+        ck_assert_uint_ge(r.flops_recompute, lb_first);
+        enum { MAXR = 32 };
+        remat_compare_row rows[MAXR];
+        size_t nr = 0;
+        o.time_limit = 1;
+        ck_assert_msg(remat_compare_run(a, &o, rows, MAXR, &nr, &err) == REMAT_OK, "%s", err.msg);
+        for (size_t i = 0; i < nr; i++)
+            ck_assert_msg(rows[i].status != REMAT_OK || rows[i].extra_flops >= r.flops_recompute,
+                          "%s: %llu below the certified optimum %llu", rows[i].strategy,
+                          (unsigned long long)rows[i].extra_flops, (unsigned long long)r.flops_recompute);
+        remat_replay_result_destroy(&r);
+        remat_plan_destroy(&plan);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+}
+END_TEST
+
 Suite *bound_suite(void)
 {
     Suite *s = suite_create("bound");
@@ -413,6 +485,7 @@ Suite *bound_suite(void)
     tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
     tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
     tcase_add_test(tc, auto_should_prove_the_small_layered_optima);
+    tcase_add_test(tc, auto_should_close_the_gap_where_its_first_search_stops);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -222,8 +222,15 @@ static int relax_frees(class_state *S, uint32_t u, uint32_t np, uint64_t m1, uin
 {
     m1 &= S->alive[np];
     touched &= m1;
-    /* Enumerate the subsets of touched (Gosper-free: x = (x - t) & t). */
+    /* Enumerate the subsets of touched (Gosper-free: x = (x - t) & t),
+     * first to prefetch their slots (each look-up is a cache miss; issued
+     * together they overlap), then to relax them. */
     uint64_t f = 0;
+    if (!S->diving)
+        do {
+            __builtin_prefetch(&S->slot[hash_of(np, m1 & ~f) & S->slot_mask]);
+            f = (f - touched) & touched;
+        } while (f);
     do {
         int r = relax(S, u, np, m1 & ~f, c, instr);
         if (r != 1)
