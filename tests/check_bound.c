@@ -100,12 +100,13 @@ typedef struct {
     unsigned cs_runs, cs_above, cs_finished, cs_ub_proved;
 } tally;
 
-/* The class search (class_search.c) at budget, stopped after `expansions`
- * (0: its default) and given ub (0: none). Its schedule, when it reports
- * one, is replayed here: within the budget, at the extra FLOPs it claims. */
-static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, uint64_t expansions,
-                            uint64_t ub, int *ran, uint64_t *opt)
+/* The class search (class_search.c) at budget under lim. Its schedule,
+ * when it reports one, is replayed here: within the budget, at the extra
+ * FLOPs it claims. */
+static uint64_t class_bound_within(const remat_analysis *a, remat_budget_kind kind, uint64_t budget,
+                                   remat_class_limits lim, int *ran, uint64_t *opt)
 {
+    const uint64_t ub = lim.ub, expansions = lim.expansions;
     remat_plan_options o;
     remat_plan_options_init(&o);
     o.budget_kind = kind;
@@ -119,7 +120,6 @@ static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uin
     P.err = &err;
     remat_schedule s;
     remat_schedule_init(&s);
-    remat_class_limits lim = {ub, expansions, 200000, 0, 0, 0};
     uint64_t lb = 0;
     ck_assert_msg(remat__class_search_within(&P, &lim, &s, opt, &lb, ran) == REMAT_OK, "%s", err.msg);
     ck_assert(!expansions || lim.expanded <= expansions + 4 * (a->g->n_ops + a->n_bwd) + 600);
@@ -139,6 +139,15 @@ static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uin
     }
     remat_schedule_destroy(&s);
     return lb;
+}
+
+/* The same stopped after `expansions` (0: its default) and given ub (0:
+ * none). */
+static uint64_t class_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, uint64_t expansions,
+                            uint64_t ub, int *ran, uint64_t *opt)
+{
+    remat_class_limits lim = {ub, expansions, 200000, 0, 0, 0};
+    return class_bound_within(a, kind, budget, lim, ran, opt);
 }
 
 /* Every strategy at a few budgets: the bound is at most each plan's
@@ -430,26 +439,18 @@ START_TEST(auto_should_close_the_gap_where_its_first_search_stops)
         remat_graph *g;
         remat_analysis *a = load_gen(&go, &g);
         const uint64_t budget = (uint64_t)((double)store_all_metric(a, REMAT_BUDGET_ACTIVATION) * 0.6);
+        remat_class_limits lim = {0, UINT64_MAX / 2, 2000000, 0, 0, 12000000}; /* auto's first search */
+        uint64_t opt = 0;
+        int ran = 1;
+        const uint64_t lb_first = class_bound_within(a, REMAT_BUDGET_ACTIVATION, budget, lim, &ran, &opt);
+        ck_assert_msg(!ran, "layered %ux%u seed %llu: the first search finished; the case tests nothing",
+                      cases[k].width, cases[k].layers, (unsigned long long)cases[k].seed);
         remat_plan_options o;
         remat_plan_options_init(&o);
         o.budget_kind = REMAT_BUDGET_ACTIVATION;
         o.budget = budget;
         remat_err err;
         remat_err_init(&err);
-        remat_planner P;
-        memset(&P, 0, sizeof P);
-        P.a = a;
-        P.o = &o;
-        P.err = &err;
-        remat_schedule s;
-        remat_schedule_init(&s);
-        remat_class_limits lim = {0, UINT64_MAX, 2000000, 0, 0, 12000000};
-        uint64_t opt = 0, lb_first = 0;
-        int ran = 1;
-        ck_assert_msg(remat__class_search_within(&P, &lim, &s, &opt, &lb_first, &ran) == REMAT_OK, "%s", err.msg);
-        remat_schedule_destroy(&s);
-        ck_assert_msg(!ran, "layered %ux%u seed %llu: the first search finished; the case tests nothing",
-                      cases[k].width, cases[k].layers, (unsigned long long)cases[k].seed);
         remat_plan plan;
         remat_replay_result r;
         ck_assert_msg(remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK, "%s", err.msg);
