@@ -22,7 +22,7 @@ typedef struct {
 
 typedef struct {
     uint64_t f, g;
-    uint32_t node, p;
+    uint32_t node, p, pop; /* pop: resident activations, the plateau's tie-break (class_search.c) */
 } class_hentry;
 
 typedef struct {
