@@ -462,9 +462,10 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * bound that close is usually the optimum: the first search stopped on a
  * plateau of equal estimates, not short of the answer), the class search
  * runs again with 100 times the work: at most about 20 s of CPU on the
- * project's machine and 400 MB. vgg_unet at 0.6 of its peak needs 5.3 x
- * 10^8 units (3.7 x 10^6 states, 8.5 s of CPU) to prove the optimum GLPK
- * finds in 8 s (1380 extra FLOPs against 1451 before). A gap further from
+ * project's machine and 400 MB. Layered DAGs of 25-33 ops at 0.6 of their
+ * peak need it (tests/check_bound.c: 0.1-3.5 s of CPU); vgg_unet at 0.6,
+ * which needed 5.3 x 10^8 units before the search broke ties of f by the
+ * fewest resident activations, now finishes in the first. A gap further from
  * the bound (the generated unets: 87-99% of the plan) is the estimate's
  * weakness, which more work does not cure, so those skip it and keep
  * auto's time. Bounded by work, so still deterministic; graphs the search
