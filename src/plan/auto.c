@@ -463,7 +463,8 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * plateau of equal estimates, not short of the answer), the class search
  * runs again with 100 times the work: at most about 20 s of CPU on the
  * project's machine and 400 MB. Layered DAGs of 25-33 ops at 0.6 of their
- * peak need it (tests/check_bound.c: 0.1-3.5 s of CPU); vgg_unet at 0.6,
+ * peak need it (auto then takes 0.2-6 s there, the two of
+ * tests/check_bound.c 0.2 and 1.1 s, and proves them); vgg_unet at 0.6,
  * which needed 5.3 x 10^8 units before the search broke ties of f by the
  * fewest resident activations, now finishes in the first. A gap further from
  * the bound (the generated unets: 87-99% of the plan) is the estimate's
