@@ -207,6 +207,54 @@ START_TEST(option_set_should_parse_every_kind_and_name_the_field_on_errors)
 }
 END_TEST
 
+/* Every option of the table, on its own: not given after init; given once
+ * set to a value other than init's (a value per kind, chosen here); a
+ * choice set to its first value, which for the enums (budget_mode,
+ * chen_reading) is init's, reads as not given. Setting one never makes
+ * another read as given. */
+START_TEST(option_given_should_follow_each_field_of_the_table)
+{
+    size_t n;
+    const remat_plan_option_info *t = remat_plan_option_table(&n);
+    ck_assert_uint_gt(n, 0);
+    remat_err err;
+    for (size_t i = 0; i < n; i++) {
+        remat_plan_options o;
+        remat_plan_options_init(&o);
+        for (size_t j = 0; j < n; j++)
+            ck_assert_msg(!remat_plan_option_given(&o, t[j].name), "%s given after init", t[j].name);
+        char first[32] = "", last[32] = "";
+        if (t[i].kind == REMAT_OPTION_CHOICE) {
+            sscanf(t[i].choices, "%31s", first);
+            const char *sp = strrchr(t[i].choices, ' ');
+            snprintf(last, sizeof last, "%s", sp ? sp + 1 : t[i].choices);
+        }
+        const char *value = t[i].kind == REMAT_OPTION_FLAG      ? NULL
+                            : t[i].kind == REMAT_OPTION_COUNT   ? "7"
+                            : t[i].kind == REMAT_OPTION_BYTES   ? "1KiB"
+                            : t[i].kind == REMAT_OPTION_SECONDS ? "2.5"
+                            : t[i].kind == REMAT_OPTION_TEXT    ? "matmul"
+                                                                : last;
+        remat_err_init(&err);
+        ck_assert_msg(remat_plan_option_set(&o, t[i].name, value, &err) == REMAT_OK, "%s: %s", t[i].name, err.msg);
+        ck_assert_msg(remat_plan_option_given(&o, t[i].name), "%s set but not given", t[i].name);
+        for (size_t j = 0; j < n; j++)
+            if (j != i)
+                ck_assert_msg(!remat_plan_option_given(&o, t[j].name), "setting %s gave %s", t[i].name, t[j].name);
+        if (t[i].kind == REMAT_OPTION_CHOICE && (strcmp(t[i].name, "budget_mode") == 0 ||
+                                                 strcmp(t[i].name, "chen_reading") == 0)) {
+            remat_plan_options_init(&o);
+            ck_assert_int_eq(remat_plan_option_set(&o, t[i].name, first, &err), REMAT_OK);
+            ck_assert_msg(!remat_plan_option_given(&o, t[i].name), "%s at its default %s reads as given", t[i].name,
+                          first);
+        }
+    }
+    remat_plan_options o;
+    remat_plan_options_init(&o);
+    ck_assert(!remat_plan_option_given(&o, "frobnicate"));
+}
+END_TEST
+
 Suite *strategies_suite(void)
 {
     Suite *s = suite_create("strategies");
@@ -216,6 +264,7 @@ Suite *strategies_suite(void)
     tcase_add_test(tc, auto_should_name_only_table_candidates_in_their_order);
     tcase_add_test(tc, compare_should_have_one_column_per_strategy_and_variant_auto_last);
     tcase_add_test(tc, option_set_should_parse_every_kind_and_name_the_field_on_errors);
+    tcase_add_test(tc, option_given_should_follow_each_field_of_the_table);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,9 @@
 #include "remat/alloc.h"
 #include "remat/compare.h"
 #include "remat/ledger.h"
+#include "remat/pipeline.h"
+
+#include <cjson/cJSON.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +105,10 @@ static char *own_writer(remat_report_doc doc, const remat_report_input *in, rema
                : f == REMAT_REPORT_CHROME ? remat_trace_chrome(in->trace, in->trace_options, len, err)
                : f == REMAT_REPORT_CSV    ? remat_trace_csv(in->trace, in->trace_options, len, err)
                                           : remat_trace_svg(in->trace, in->trace_options, len, err);
+    case REMAT_DOC_PIPELINE:
+        return f == REMAT_REPORT_CHROME ? remat_pp_trace_chrome(in->pp, len, err)
+                                        : remat_report_pipeline(in->pp, in->o, in->pp_how, f, len, err);
+    case REMAT_DOC_PP_COMPARE: return remat_report_pp_compare(in->pp_compare, f, len, err);
     default: return NULL;
     }
 }
@@ -146,7 +153,22 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     ck_assert_int_eq(remat_op_times_init(a, &dev, &times, &err), REMAT_OK);
     remat_timeline tl;
     ck_assert_int_eq(remat_timeline_run(a, &s, NULL, &dev, &times, &tl, &err), REMAT_OK);
-    remat_report_input in = {.timeline = &tl, .device = &dev, .op_times = &times, .a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
+    /* A timed two-device pipeline (its Chrome trace needs the times), and
+     * every strategy under it. */
+    remat_pp_config pcfg = {REMAT_PP_1F1B, 2, 4, 1};
+    remat_plan_options po;
+    remat_plan_options_init(&po);
+    po.device = &dev;
+    po.time_limit = 1;
+    po.budget_kind = REMAT_BUDGET_TOTAL;
+    po.budget = (uint64_t)1 << 30;
+    remat_pp_result ppr;
+    ck_assert_msg(remat_pp_plan(a, &pcfg, NULL, REMAT_PP_BALANCE_FLOPS, &po, &ppr, &err) == REMAT_OK, "%s", err.msg);
+    remat_pp_compare ppc;
+    ck_assert_int_eq(remat_pp_compare_begin(&pcfg, &po, &ppc, &err), REMAT_OK);
+    for (size_t i = 0; i < ppc.n_rows; i++)
+        remat_pp_compare_row_run(a, NULL, REMAT_PP_BALANCE_FLOPS, &po, &ppc, i);
+    remat_report_input in = {.pp = &ppr, .pp_how = "balanced by FLOPs", .pp_compare = &ppc, .timeline = &tl, .device = &dev, .op_times = &times, .a = a, .s = &s, .r = &r, .o = &o, .rows = rows, .n_rows = n_rows, .sweep = &sw,
                              .ledger = &lr, .alloc_trace = &at, .policies = policies, .n_policies = 2,
                              .static_plan = &sp, .offsets = sp.offsets, .extent = sp.arena_bytes, .title = "t",
                              .trace = t};
@@ -182,7 +204,35 @@ START_TEST(report_write_should_be_every_documents_own_writer)
             remat_free(y);
         }
     }
-    ck_assert_int_eq(written, 7 * 2 + 3 + 4); /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace */
+    /* text and JSON (sweep: JSON and SVG) each, 3 for alloc, 4 for the trace;
+     * the pipeline's 3 (text, JSON, Chrome) and pp-compare's 2 */
+    ck_assert_int_eq(written, 7 * 2 + 3 + 4 + 3 + 2);
+    /* The pipeline document as a program reads it: its devices' peaks are
+     * the result's, and the largest is their maximum (found here). */
+    {
+        remat_report_input pin = {.pp = &ppr, .o = &po};
+        size_t pl;
+        char *pj = remat_report_write(REMAT_DOC_PIPELINE, &pin, REMAT_REPORT_JSON, &pl, &err);
+        ck_assert_msg(pj, "%s", err.msg);
+        cJSON *root = cJSON_ParseWithLength(pj, pl);
+        ck_assert_ptr_nonnull(root);
+        ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(root, "budget")->valuedouble, po.budget);
+        const cJSON *devs = cJSON_GetObjectItem(root, "devices");
+        ck_assert_int_eq(cJSON_GetArraySize(devs), 2);
+        uint64_t most = 0;
+        for (int k = 0; k < 2; k++) {
+            uint64_t p = (uint64_t)cJSON_GetObjectItem(cJSON_GetArrayItem(devs, k), "peak_bytes")->valuedouble;
+            ck_assert_uint_eq(p, ppr.device_peak[k]);
+            most = p > most ? p : most;
+        }
+        ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(root, "largest"), "peak_bytes")->valuedouble,
+                          most);
+        cJSON_Delete(root);
+        remat_free(pj);
+        size_t ns;
+        remat_plan_strategies(&ns);
+        ck_assert_uint_eq(ppc.n_rows, ns);
+    }
     /* A field a document needs, left out, is named; nothing is dereferenced. */
     remat_report_input partial = {.a = a, .s = &s};
     remat_err_init(&err);
@@ -196,8 +246,16 @@ START_TEST(report_write_should_be_every_documents_own_writer)
     ck_assert_ptr_null(remat_report_write(REMAT_DOC_STEP_TIME, &no_tl, REMAT_REPORT_TEXT, NULL, &err));
     ck_assert_msg_contains(&err, "the step-time document needs in->timeline");
     remat_err_init(&err);
+    ck_assert_ptr_null(remat_report_write(REMAT_DOC_PIPELINE, &partial, REMAT_REPORT_TEXT, NULL, &err));
+    ck_assert_msg_contains(&err, "the pipeline document needs in->pp");
+    remat_err_init(&err);
+    ck_assert_ptr_null(remat_report_write(REMAT_DOC_PP_COMPARE, &partial, REMAT_REPORT_JSON, NULL, &err));
+    ck_assert_msg_contains(&err, "the pp-compare document needs in->pp_compare");
+    remat_err_init(&err);
     ck_assert_ptr_null(remat_report_write(REMAT_DOC_COUNT, &partial, REMAT_REPORT_TEXT, NULL, &err));
     ck_assert_int_eq(err.code, REMAT_EINVAL);
+    remat_pp_compare_destroy(&ppc);
+    remat_pp_result_destroy(&ppr);
     remat_static_result_destroy(&sp);
     remat_alloc_result_destroy(&pr);
     remat_alloc_trace_destroy(&at);

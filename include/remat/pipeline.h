@@ -58,6 +58,7 @@
 #define REMAT_PIPELINE_H
 
 #include "remat/plan.h"
+#include "remat/report.h"
 #include "remat/time.h"
 
 #ifdef __cplusplus
@@ -226,6 +227,73 @@ remat_status remat_pp_plan_load_file(const remat_analysis *a, const char *path, 
 /* True when text is a JSON object whose "format" is "remat-pp-plan" (what
  * `remat replay GRAPH FILE` uses to tell the two plan files apart). */
 bool remat_pp_plan_sniff(const char *text, size_t len);
+
+/* ---- Reports (src/report/pp_report.c) --------------------------------------
+ *
+ * Two entries of the document table (remat/report.h): "pipeline" (one
+ * pipeline's result; text, JSON, and its Chrome trace, remat_pp_trace_chrome)
+ * and "pp-compare" (every strategy under one pipeline; text, JSON). */
+
+/* The pipeline document of r, planned under o's budget (a total budget is
+ * printed as "met"; o is read for nothing else). how says where the cuts
+ * came from, after "N stages" on the text's first line ("balanced by
+ * FLOPs"); JSON ignores it. Text: the schedule, the step and its bubble
+ * (FLOP units, or with r->timed a per-stage and per-device time table in
+ * seconds), one line per stage (device, ops, microbatches in flight,
+ * persistent / held / running bytes, the bytes received and sent, the
+ * plan's strategy and extra FLOPs), one per device (its peak). JSON:
+ *   {"pipeline": {"schedule", "devices", "microbatches", "chunks"}, "budget"?,
+ *    "time_unit": "flop"|"s", "step_time", "busy", "bubble_fraction", "bubble_ratio",
+ *    "time"? (timed: {"device", "step_s", "exposed_comm_s", "bubble_s", "measured_ops",
+ *             "stages": [...], "devices": [...]}),
+ *    "stages": [{"stage", "device", "chunk", "first_op", "end_op", "forward_flops", "backward_flops",
+ *                "strategy", "extra_flops", "persistent", "held_per_microbatch", "running",
+ *                "recv_bytes", "send_bytes", "one_microbatch_peak"}, ...],
+ *    "devices": [{"device", "in_flight", "peak_bytes"}, ...], "largest": {"device", "peak_bytes"}}
+ * CHROME is remat_pp_trace_chrome(r) (remat/trace.h). O(stages + devices).
+ * NULL with REMAT_EINVAL for another format, REMAT_ENOMEM. */
+char *remat_report_pipeline(const remat_pp_result *r, const remat_plan_options *o, const char *how,
+                            remat_report_format fmt, size_t *len, remat_err *err);
+
+/* One strategy planning every stage of a pipeline. */
+typedef struct remat_pp_compare_row {
+    const char *strategy;   /* static (the strategy table's) */
+    remat_status status;    /* REMAT_OK: the figures below; else message says why */
+    char message[REMAT_ERR_MSG_MAX];
+    uint64_t peak;          /* the largest device's peak */
+    uint32_t largest;       /* that device */
+    uint64_t *device_peak;  /* per device (owned) */
+    double extra_flops;     /* each stage's recomputation times the microbatches */
+    double step_time, bubble_fraction, exposed_comm; /* FLOP units, or seconds when timed */
+} remat_pp_compare_row;
+
+typedef struct remat_pp_compare {
+    remat_pp_config config;
+    uint64_t budget;        /* the per-device total budget */
+    bool timed;             /* o->device was given */
+    remat_pp_compare_row *rows; /* every strategy, those that run others last */
+    size_t n_rows;
+} remat_pp_compare;
+
+/* Fills pc's header from c and o and names its rows (every strategy of
+ * remat_plan_strategies, REMAT_STRATEGY_RUNS_OTHERS last), none run yet.
+ * REMAT_ENOMEM; destroy pc either way. */
+remat_status remat_pp_compare_begin(const remat_pp_config *c, const remat_plan_options *o, remat_pp_compare *pc,
+                                    remat_err *err);
+/* Runs row i: remat_pp_plan(a, pc->config, cuts, by, o with the row's
+ * strategy); its status and message (the library's, unmapped) or its
+ * figures into the row. Rows are run one at a time so that a caller can
+ * stop at the first error that is not a row's own verdict. */
+void remat_pp_compare_row_run(const remat_analysis *a, const uint32_t *cuts, remat_pp_balance by,
+                              const remat_plan_options *o, remat_pp_compare *pc, size_t i);
+void remat_pp_compare_destroy(remat_pp_compare *pc);
+/* The table of pc (text: one line per row, "no" with its message for an
+ * infeasible one; JSON: {"pipeline": {...}, "budget", "time_unit",
+ * "rows": [{"strategy", "feasible", "peak_bytes", "largest_device",
+ * "device_peaks", "extra_flops", "step_time", "bubble_fraction",
+ * "exposed_comm_s"? | "message"}, ...]}). NULL with REMAT_EINVAL for another
+ * format, REMAT_ENOMEM. */
+char *remat_report_pp_compare(const remat_pp_compare *pc, remat_report_format fmt, size_t *len, remat_err *err);
 
 #ifdef __cplusplus
 }

@@ -164,8 +164,10 @@ typedef struct remat_strategy_info {
 } remat_strategy_info;
 
 /* The strategy table (static, constant storage); *n gets its length. Adding
- * a strategy is one entry in src/plan/plan.c, its own file, and (when it
- * has an option) a field of remat_plan_options here. */
+ * a strategy is its own file in src/plan, its entries in the registry
+ * (src/plan/strategies.h: the strategy, and each option it reads), and
+ * (when it has an option) a field of remat_plan_options here: three files,
+ * which tests/cli/strategy_cost.sh checks by adding one. */
 const remat_strategy_info *remat_plan_strategies(size_t *n);
 
 /* The options strategies read, as data: each names a remat_plan_options
@@ -195,6 +197,11 @@ const remat_plan_option_info *remat_plan_option_table(size_t *n);
  * whole number"; an unknown name is "unknown option 'NAME'". TEXT values
  * are borrowed: value must outlive o. */
 remat_status remat_plan_option_set(remat_plan_options *o, const char *name, const char *value, remat_err *err);
+
+/* 1 when option `name` of o holds other than remat_plan_options_init's
+ * value (a set flag, a nonzero count, a text given), else 0 (also for an
+ * unknown name). A choice set to its default reads as not given. O(1). */
+int remat_plan_option_given(const remat_plan_options *o, const char *name);
 
 /* Plans with o->strategy, replays the result and checks the budget. On
  * success *out owns the plan and *r the replay of its schedule (destroy

@@ -91,6 +91,9 @@ typedef enum {
     REMAT_DOC_AUDIT,     /* remat_trace_audit: trace, trace_options */
     REMAT_DOC_TRACE,     /* remat_trace_write: trace, trace_options */
     REMAT_DOC_STEP_TIME, /* remat_report_step_time: a, s, timeline, device, op_times */
+    REMAT_DOC_PIPELINE,  /* remat_report_pipeline (remat/pipeline.h): pp, o, pp_how; CHROME:
+                          * remat_pp_trace_chrome: pp */
+    REMAT_DOC_PP_COMPARE, /* remat_report_pp_compare (remat/pipeline.h): pp_compare */
     REMAT_DOC_COUNT
 } remat_report_doc;
 
@@ -133,6 +136,9 @@ typedef struct remat_report_input {
     const struct remat_timeline *timeline;    /* step time (remat/time.h) */
     const struct remat_device *device;
     const struct remat_op_times *op_times;
+    const struct remat_pp_result *pp;         /* pipeline (remat/pipeline.h); o: its budget */
+    const char *pp_how;                       /* pipeline text: where the cuts came from */
+    const struct remat_pp_compare *pp_compare;
 } remat_report_input;
 
 /* Document doc of in, in format fmt, as that document's own writer makes

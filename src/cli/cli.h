@@ -31,15 +31,20 @@ typedef struct {
     const char *summary; /* one line for `remat help` */
 } remat_command;
 
-/* The format flags a command's document has besides its default, as
+/* The format flags a command's documents have besides their defaults, as
  * getopt entries: "--json" (val 'j') when the document table
- * (remat_report_docs) lists JSON and it is not the default. */
+ * (remat_report_docs) lists JSON for one of them where it is not the
+ * default. */
 #define REMAT_CLI_FORMAT_FLAGS 1
+/* The bit of document d in a command's set of documents. */
+#define REMAT_CLI_DOC(d) (1u << (d))
 
-/* opts = own (ending in its {NULL} entry) with doc's format flags before
- * the terminator; opts must hold the entries of own plus
+/* opts = own (ending in its {NULL} entry) with the format flags of the
+ * documents in docs (REMAT_CLI_DOC bits: every document the command may
+ * write, e.g. plan's replay summary and its pipeline report) before the
+ * terminator; opts must hold the entries of own plus
  * REMAT_CLI_FORMAT_FLAGS. Returns opts. */
-const struct option *remat_cli_options(remat_report_doc doc, const struct option *own, struct option *opts);
+const struct option *remat_cli_options(unsigned docs, const struct option *own, struct option *opts);
 
 /* The format a command writes its document in: JSON when --json was given,
  * else the document's default; both read off the library's document table

@@ -41,7 +41,7 @@ int cmd_alloc(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_ALLOC, own, buf);
+    const struct option *opts = remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_ALLOC), own, buf);
     int json = 0, c, run_policy[REMAT_ALLOC_POLICY_COUNT] = {1, 1, 1}, run_static = 1;
     remat_static_options so;
     remat_static_options_init(&so);

@@ -27,7 +27,7 @@ int cmd_audit(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_AUDIT, own, buf);
+    const struct option *opts = remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_AUDIT), own, buf);
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
     L.cmd = "audit";

@@ -39,7 +39,9 @@ int cmd_compare(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_COMPARE, own, buf);
+    const unsigned docs =
+        REMAT_CLI_DOC(REMAT_DOC_COMPARE) | REMAT_CLI_DOC(REMAT_DOC_SWEEP) | REMAT_CLI_DOC(REMAT_DOC_PP_COMPARE);
+    const struct option *opts = remat_cli_options(docs, own, buf);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c;

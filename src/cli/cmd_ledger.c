@@ -77,7 +77,7 @@ int cmd_ledger(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_LEDGER, own, buf);
+    const struct option *opts = remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_LEDGER), own, buf);
     remat_cli_ledger L;
     remat_cli_ledger_init(&L);
     remat_ledger_config *cfg = &L.cfg;

@@ -14,7 +14,7 @@ int cmd_lifetimes(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_LIFETIMES, own, buf);
+    const struct option *opts = remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_LIFETIMES), own, buf);
     int json = 0, c;
     const char *out = "-";
     optind = 1;

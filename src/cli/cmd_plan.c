@@ -60,27 +60,6 @@ int remat_cli_budget_option(const char *cmd, int total, const char *arg, remat_p
     return REMAT_EXIT_OK;
 }
 
-/* Whether option `name` (a remat_plan_options field) is set in o: given on
- * the command line with a value other than its default. */
-static int option_given(const remat_plan_options *o, const char *name)
-{
-    if (strcmp(name, "linearized") == 0)
-        return o->linearized != 0;
-    if (strcmp(name, "segments") == 0)
-        return o->segments != 0;
-    if (strcmp(name, "dp_step") == 0)
-        return o->dp_step != 0;
-    if (strcmp(name, "dp_slots") == 0)
-        return o->dp_slots != 0;
-    if (strcmp(name, "time_limit") == 0)
-        return o->time_limit > 0;
-    if (strcmp(name, "never_recompute") == 0)
-        return o->never_recompute != NULL;
-    if (strcmp(name, "dtr_score") == 0)
-        return o->dtr_score != NULL;
-    return 0; /* budget_mode and any option every strategy reads */
-}
-
 static int lists(const char *list, const char *name)
 {
     size_t n = strlen(name);
@@ -116,10 +95,11 @@ int remat_cli_plan_check(const char *cmd, const remat_plan_options *o)
         if (strcmp(si[i].name, name) == 0)
             s = &si[i];
     for (size_t k = 0; s && k < no; k++) {
-        if (!option_given(o, t[k].name) || reads(s, si, ns, t[k].name))
+        if (!remat_plan_option_given(o, t[k].name) || reads(s, si, ns, t[k].name))
             continue;
         /* An option given to a strategy that would ignore it: name both,
-         * and the strategies that read it. */
+         * and the strategies that read it. One that no strategy lists
+         * (budget_mode) is read by every strategy. */
         char flag[64], who[256] = "";
         flag_of(t[k].name, flag, sizeof flag);
         for (size_t i = 0; i < ns; i++)
@@ -127,6 +107,8 @@ int remat_cli_plan_check(const char *cmd, const remat_plan_options *o)
                 size_t len = strlen(who);
                 snprintf(who + len, sizeof who - len, "%s%s", len ? " " : "", si[i].name);
             }
+        if (!who[0])
+            continue;
         return remat_cli_usage_error(cmd, "--%s does not apply to --strategy %s (it applies to %s)", flag, name, who);
     }
     if (o->dp_step && o->dp_slots)
@@ -280,16 +262,18 @@ int cmd_plan(int argc, char **argv)
         REMAT_CLI_LEDGER_LONG_OPTS,
         REMAT_CLI_TIME_LONG_OPTS,
         REMAT_CLI_PP_LONG_OPTS,
-        {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum { CAP = 64 };
-    struct option opts[CAP + sizeof tail / sizeof tail[0]];
+    struct option own[CAP + sizeof tail / sizeof tail[0]];
+    struct option opts[CAP + sizeof tail / sizeof tail[0] + REMAT_CLI_FORMAT_FLAGS];
     char names[CAP][32];
-    size_t k = remat_cli_plan_long_opts(opts, names, CAP);
-    memcpy(opts + k, tail, sizeof tail);
+    size_t k = remat_cli_plan_long_opts(own, names, CAP);
+    memcpy(own + k, tail, sizeof tail);
+    /* Its documents: the replay summary, or with --pp the pipeline report. */
+    remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_REPLAY) | REMAT_CLI_DOC(REMAT_DOC_PIPELINE), own, opts);
     remat_plan_options o;
     remat_plan_options_init(&o);
     int json = 0, c, rc0;

@@ -97,7 +97,8 @@ int cmd_replay(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct option buf[sizeof own / sizeof own[0] + REMAT_CLI_FORMAT_FLAGS];
-    const struct option *opts = remat_cli_options(REMAT_DOC_REPLAY, own, buf);
+    const struct option *opts =
+        remat_cli_options(REMAT_CLI_DOC(REMAT_DOC_REPLAY) | REMAT_CLI_DOC(REMAT_DOC_PIPELINE), own, buf);
     int json = 0, numeric = 0, c;
     uint64_t scale = 1;
     const char *out = "-", *scale_arg = NULL;

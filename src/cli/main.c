@@ -227,13 +227,17 @@ static int cmd_help(int argc, char **argv)
     return REMAT_EXIT_OK;
 }
 
-const struct option *remat_cli_options(remat_report_doc doc, const struct option *own, struct option *opts)
+const struct option *remat_cli_options(unsigned docs, const struct option *own, struct option *opts)
 {
     size_t k = 0, n;
     for (; own[k].name; k++)
         opts[k] = own[k];
     const remat_report_doc_info *d = remat_report_docs(&n);
-    if ((d[doc].formats & (1u << REMAT_REPORT_JSON)) && d[doc].first != REMAT_REPORT_JSON)
+    int json = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((docs & REMAT_CLI_DOC(i)) && (d[i].formats & (1u << REMAT_REPORT_JSON)) && d[i].first != REMAT_REPORT_JSON)
+            json = 1;
+    if (json)
         opts[k++] = (struct option){"json", no_argument, NULL, 'j'};
     opts[k] = (struct option){NULL, 0, NULL, 0};
     return opts;

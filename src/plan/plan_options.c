@@ -7,7 +7,10 @@
  * from this table (the field dp_step is the flag --dp-step) and passes
  * values through remat_plan_option_set, so a new option is one entry in the
  * registry and one field in remat/plan.h. Errors name the field (the API
- * parameter); the CLI rewrites that name as its flag.
+ * parameter); the CLI rewrites that name as its flag. Whether an option was
+ * set (remat_plan_option_given) is read off the same table, by each field's
+ * offset and size against remat_plan_options_init's value, so the check
+ * that refuses another strategy's option needs no per-option code either.
  */
 #include "planner.h"
 #include "../util/util_internal.h"
@@ -24,6 +27,9 @@ static const remat_plan_option_info infos[] = {REMAT__OPTIONS(REMAT__OPT_INFO)};
 #define REMAT__OPT_OFF(field, kind, arg, choices, help) offsetof(remat_plan_options, field),
 static const size_t offsets[] = {REMAT__OPTIONS(REMAT__OPT_OFF)};
 #undef REMAT__OPT_OFF
+#define REMAT__OPT_SIZE(field, kind, arg, choices, help) sizeof(((remat_plan_options *)0)->field),
+static const size_t sizes[] = {REMAT__OPTIONS(REMAT__OPT_SIZE)};
+#undef REMAT__OPT_SIZE
 #define N_OPTIONS (sizeof infos / sizeof infos[0])
 
 const remat_plan_option_info *remat_plan_option_table(size_t *n)
@@ -113,4 +119,16 @@ remat_status remat_plan_option_set(remat_plan_options *o, const char *name, cons
     }
     }
     return remat_err_set(err, REMAT_EINTERNAL, "%s: unknown option kind", in->name);
+}
+
+int remat_plan_option_given(const remat_plan_options *o, const char *name)
+{
+    size_t i = 0;
+    while (i < N_OPTIONS && strcmp(infos[i].name, name) != 0)
+        i++;
+    if (i == N_OPTIONS)
+        return 0;
+    remat_plan_options d;
+    remat_plan_options_init(&d);
+    return memcmp((const char *)o + offsets[i], (const char *)&d + offsets[i], sizes[i]) != 0;
 }

@@ -12,6 +12,7 @@
 #include "remat/alloc.h"
 #include "remat/compare.h"
 #include "remat/ledger.h"
+#include "remat/pipeline.h"
 #include "remat/report.h"
 #include "remat/trace.h"
 
@@ -35,6 +36,11 @@ static const remat_report_doc_info infos[REMAT_DOC_COUNT] = {
      "every step and interval: remat-trace JSON, Chrome trace, CSV, timeline SVG (remat trace)"},
     {"step-time", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
      "a schedule's predicted step time on a device: compute, communication, critical path (the time model)"},
+    {"pipeline", F(TEXT) | F(JSON) | F(CHROME), REMAT_REPORT_TEXT,
+     "rematerialization per pipeline stage: each device's peak, the step and its bubble; Chrome: the timed "
+     "timeline (remat plan, replay and trace of a pipeline)"},
+    {"pp-compare", F(TEXT) | F(JSON), REMAT_REPORT_TEXT,
+     "every strategy planning every stage of one pipeline (remat compare of a pipeline)"},
 };
 
 const remat_report_doc_info *remat_report_docs(size_t *n)
@@ -137,6 +143,15 @@ char *remat_report_write(remat_report_doc doc, const remat_report_input *in, rem
                        need(in->device, doc, "device", err) && need(in->op_times, doc, "op_times", err)
                    ? remat_report_step_time(in->a, in->s, in->timeline, in->device, in->op_times, fmt, len, err)
                    : NULL;
+    case REMAT_DOC_PIPELINE:
+        if (!need(in->pp, doc, "pp", err))
+            return NULL;
+        if (fmt == REMAT_REPORT_CHROME)
+            return remat_pp_trace_chrome(in->pp, len, err);
+        return need(in->o, doc, "o", err) ? remat_report_pipeline(in->pp, in->o, in->pp_how, fmt, len, err) : NULL;
+    case REMAT_DOC_PP_COMPARE:
+        return need(in->pp_compare, doc, "pp_compare", err) ? remat_report_pp_compare(in->pp_compare, fmt, len, err)
+                                                            : NULL;
     case REMAT_DOC_COUNT: break;
     }
     remat_err_set(err, REMAT_EINTERNAL, "remat_report_write: document %d has no writer", (int)doc);

@@ -94,6 +94,16 @@ expect opt_dtr_score_sqrtn 2 "--dtr-score does not apply to --strategy sqrtn (it
 expect opt_time_limit_dtr 2 "--time-limit does not apply to --strategy dtr" -- $P --strategy dtr --time-limit 2 --budget 16MiB
 expect opt_segments_revolve 2 "--segments does not apply to --strategy revolve" -- $P --strategy revolve --segments 4
 expect opt_never_recompute 2 "--never-recompute does not apply to --strategy exact" -- $P --strategy exact --never-recompute matmul
+# Which strategies read an option is the strategy table's: a choice given
+# its non-default value is refused with the rest; auto reads what its
+# candidates read (dtr's score), and budget_mode, which no strategy lists,
+# every strategy reads.
+expect opt_chen_reading_revolve 2 "--chen-reading does not apply to --strategy revolve (it applies to auto sqrtn chen-greedy)" -- \
+    $P --strategy revolve --chen-reading paper --budget 16MiB
+expect opt_dtr_score_chain_dp 2 "--dtr-score does not apply to --strategy chain-dp (it applies to auto dtr)" -- \
+    $P --strategy chain-dp --dtr-score local --budget 16MiB
+expect opt_dtr_score_auto_ok 0 '"candidates": [' -- "$REMAT" plan graphs/mlp2.json --dtr-score eq --budget 1MiB
+expect opt_budget_mode_any 0 "static offset plan; the budget caps it" -- $P --strategy revolve --budget-mode arena --budget 16MiB
 expect opt_dp_both 2 "give one of --dp-step and --dp-slots, not both" -- $P --strategy chain-dp --dp-step 1MiB --dp-slots 8
 expect opt_dp_auto_ok 0 "met" -- $P --dp-slots 16 --budget 16MiB
 expect opt_arena_without_budget 2 "--budget-mode arena needs a budget" -- $P --budget-mode arena
