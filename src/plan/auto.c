@@ -37,9 +37,7 @@
  * (class_search.c) from the best plan so far, under a work limit: where it
  * finishes, its optimum (a plan, or the proof that the incumbent is one)
  * becomes the bound; where it stops, its frontier's bound raises bound.c's
- * and exact runs, handed the best plan so far and the bound; where the gap
- * is still above 0.1 percentage point but close, the search runs once more
- * with 100 times the work (run_class_search). Whether the
+ * and exact runs, handed the best plan so far and the bound. Whether the
  * search finishes depends on B, so a finished search's plan at B may be
  * better than a stopped one's at a looser B', as for exact: the budget
  * sweeps of tests/check_plan.c check monotonicity there too.
@@ -453,30 +451,15 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
  * raises bound.c's. Bounded by work (CLASS_IN_AUTO_WORK units: at most
  * about 0.2 s on the project's machine), so the plan depends on the graph
  * and the budget only. A stopped search whose best dive meets its own bound
- * has found the optimum too, and offers it. */
+ * has found the optimum too, and offers it. More work where the gap stays
+ * open (100 times, where the gap was above 0.1 pp but within 10% of the
+ * plan) proved layered DAGs of 25-33 ops optimal in 0.2-6 s, but made auto
+ * lose monotonicity: optimal at 0.61 of a peak, 4% dearer at 0.62, where the
+ * gap was just over 10% (issue 20, measured by a sweep; tests/check_bound.c
+ * now sweeps those budgets). */
 #define CLASS_IN_AUTO_WORK 12000000u
 #define CLASS_IN_AUTO_STATES 2000000u
-/* The deep search (issue 20's moonshot: a gap of at most 0.1 percentage
- * point): where the certificate's gap is still above DEEP_GAP_PP after
- * everything else but at most DEEP_MAX_GAP of the plan's extra FLOPs (a
- * bound that close is usually the optimum: the first search stopped on a
- * plateau of equal estimates, not short of the answer), the class search
- * runs again with 100 times the work: at most about 20 s of CPU on the
- * project's machine and 400 MB. Layered DAGs of 25-33 ops at 0.6 of their
- * peak need it (auto then takes 0.2-6 s there, the two of
- * tests/check_bound.c 0.2 and 1.1 s, and proves them); vgg_unet at 0.6,
- * which needed 5.3 x 10^8 units before the search broke ties of f by the
- * fewest resident activations, now finishes in the first. A gap further from
- * the bound (the generated unets: 87-99% of the plan) is the estimate's
- * weakness, which more work does not cure, so those skip it and keep
- * auto's time. Bounded by work, so still deterministic; graphs the search
- * cannot take (over 64 activations) and the arena budget mode (the search
- * judges logical peaks) skip it too. */
-#define CLASS_DEEP_WORK 1200000000u
-#define CLASS_DEEP_STATES 6000000u
-#define DEEP_GAP_PP 0.1
-#define DEEP_MAX_GAP 0.1 /* of the plan's extra FLOPs */
-static remat_status run_class_search(auto_state *S, remat_planner *Q, uint64_t work, uint32_t states)
+static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops == 0) /* store-all fits */
         return REMAT_OK;
@@ -484,11 +467,11 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q, uint64_t w
     remat_plan_init(&cand);
     uint64_t opt = 0, lb = 0;
     int ran = 0;
-    remat_class_limits lim = {0, UINT64_MAX, states, 0, 0, work};
+    remat_class_limits lim = {0, UINT64_MAX, CLASS_IN_AUTO_STATES, 0, 0, CLASS_IN_AUTO_WORK};
     if (S->have && remat__fits(S->P, &S->best))
         lim.ub = S->best.extra_flops;
     remat_status st = remat__class_search_within(S->P, &lim, &cand.schedule, &opt, &lb, &ran);
-    S->class_expansions += lim.expanded;
+    S->class_expansions = lim.expanded;
     /* Only the optimum is offered: a finished search's schedule, or a
      * stopped one's best dive when it meets the search's proven bound; it
      * is as monotone as the optimum itself (file comment). Any other dive
@@ -677,18 +660,13 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     if (!fatal(st))
         st = remat__bound_extra(P, &S.lb, &S.lb_infeasible);
     if (!fatal(st) && !S.lb_infeasible)
-        st = run_class_search(&S, &Q, CLASS_IN_AUTO_WORK, CLASS_IN_AUTO_STATES);
+        st = run_class_search(&S, &Q);
     if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {
         Q.incumbent = S.have ? &out->schedule : NULL;
         Q.known_bound = S.lb;
         st = run_exact(&S, &Q);
         Q.incumbent = NULL;
     }
-    if (!fatal(st) && !S.lb_infeasible && !S.class_optimal && P->o->budget_mode != REMAT_BUDGET_MODE_ARENA &&
-        S.have && remat__fits(P, &S.best) && S.best.extra_flops > S.lb &&
-        (double)(S.best.extra_flops - S.lb) > DEEP_GAP_PP / 100 * fwd_bwd_flops(a) &&
-        (double)(S.best.extra_flops - S.lb) <= DEEP_MAX_GAP * (double)S.best.extra_flops)
-        st = run_class_search(&S, &Q, CLASS_DEEP_WORK, CLASS_DEEP_STATES);
     remat__auto_search_release(&S.ls);
     P->evaluations += Q.evaluations;
     remat_schedule_destroy(&Q.scratch);
