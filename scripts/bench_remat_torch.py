@@ -1,33 +1,53 @@
 #!/usr/bin/python3
 """bench_remat_torch.py - remat's plan in real PyTorch training against PyTorch's own rematerialization.
 
-    /usr/bin/python3 scripts/bench_remat_torch.py build/remat [--models resnet18,gpt,unet] [--steps 5]
+    /usr/bin/python3 scripts/bench_remat_torch.py build/remat [--models resnet18,gpt,unet] [--steps 15]
 
 For each model (the small CPU configurations of tests/torch/remat_torch_check.py,
 one thread) this measures training steps (forward, loss, backward), each
 under torch.profiler(profile_memory=True) for its peak and timed for its
-wall time, and prints medians over --steps steps:
+CPU and wall time, and prints medians over --steps steps:
 
 * eager PyTorch, and AOTAutograd with functorch's default partitioner (save
   what the forward made), the store-all baselines;
-* functorch's min_cut_rematerialization_partition (AOTAutograd's own
-  rematerialization) and torch.utils.checkpoint(use_reentrant=False) around
-  every block (resnet's BasicBlocks, the GPT's decoder blocks, the U-Net's
-  conv-BN-ReLU pairs);
+* functorch's min_cut_rematerialization_partition as torch 1.13 runs it (its
+  "nvfuser" op list, the recomputed nodes where functorch puts them), and
+  the strongest min-cut this interpreter can run: the "inductor" op list
+  (views recomputable too) with each recomputed node moved to just before
+  its first use (remat_torch.min_cut_compile's ops and sink);
+* torch.utils.checkpoint(use_reentrant=False) around every block (resnet's
+  BasicBlocks, the GPT's decoder blocks, the U-Net's conv-BN-ReLU pairs);
 * remat_torch.compile at a budget equal to each peer's measured peak (plus
-  the resident params and inputs): remat's plan at the same memory.
+  the resident params and inputs), re-planned under the excess while its
+  own measured peak is above (compile's calibrate): remat's plan at the
+  same memory, by default with objective="time" (each op's duration
+  measured on this CPU, the plan with the least predicted recomputation
+  time; --objectives flops,time adds the least-FLOPs plans). Peers with the
+  same measured peak share one remat row.
 
 Steps are timed in interleaved rounds (one step of every method per round)
-so that the shared machine's drift hits every method alike. Extra time is,
-per round, a method's step CPU time over its baseline's in that round, less
-1 (the baseline: eager for checkpointing, the default partitioner for the
-AOTAutograd methods), printed as the median and quartiles over rounds. The
-last lines compare remat with each peer at that peer's measured peak: per
-round, remat's extra time less the peer's (percentage points), median and
-quartiles, and a verdict that says "within noise" unless the quartiles lie
-on one side of 0. min-cut's line counts the forward nodes its backward
-recomputes and their FLOPs (over forward + backward, as remat reports). Figures only: the exit status is 0 unless a run
-fails (the machine is shared; timings are noisy, hence medians).
+so that the shared machine's drift hits every method alike. Two figures of
+extra time, per round:
+
+* recompute: the time of the recomputation itself, measured where it runs:
+  the thread CPU time (time.thread_time_ns) of every node that recomputes a
+  forward value (remat_torch.RECOMPUTE_CLOCK: the nodes functorch's split or
+  torch_schedule copies into the graphs), and for checkpointing the thread
+  CPU time of each block's forward when it runs again in the backward.
+  Printed as ms per step, median [quartiles], with the number of timed
+  calls per step;
+* step: the step's CPU time over its baseline's in the same round, less 1
+  (eager for checkpointing, the default partitioner for the AOTAutograd
+  methods), the whole-step cross-check, noisier.
+
+The last lines compare remat with each peer at that peer's measured peak.
+The verdict reads the recompute times: "remat costs less" when remat's
+measured peak is at most the peer's and the quartile ranges do not overlap
+(remat's q3 below the peer's q1), "remat costs more" when they do not
+overlap the other way, else "within noise"; beside it, per round, remat's
+step extra time less the peer's (points), median [quartiles]. Figures only:
+the exit status is 0 unless a run fails (the machine is shared; timings are
+noisy, hence CPU time, medians and quartiles).
 """
 import argparse
 import os
@@ -57,13 +77,30 @@ def blocks_of(name, model):
     return list(m)
 
 
+AGAIN = [False]     # True while a timed step's backward runs: a checkpointed block's forward then recomputes
+
+
 def with_checkpoints(blocks):
-    """Wraps each block's forward in torch.utils.checkpoint; returns a function that undoes it."""
+    """Wraps each block's forward in torch.utils.checkpoint; returns a function that undoes it. A block's
+    forward run again in the backward (AGAIN) adds its thread CPU time to remat_torch.RECOMPUTE_CLOCK."""
     saved = []
+
+    def timed(f):
+        def run(*a):
+            clock = remat_torch.RECOMPUTE_CLOCK if AGAIN[0] else None
+            if clock is None:
+                return f(*a)
+            w, c = time.perf_counter_ns(), time.thread_time_ns()
+            out = f(*a)
+            clock[2] += time.thread_time_ns() - c
+            clock[1] += time.perf_counter_ns() - w
+            clock[0] += 1
+            return out
+        return run
     for b in blocks:
         orig = b.forward
         saved.append((b, orig))
-        b.forward = (lambda f: (lambda *a: checkpoint(f, *a, use_reentrant=False)))(orig)
+        b.forward = (lambda f: (lambda *a: checkpoint(f, *a, use_reentrant=False)))(timed(orig))
 
     def undo():
         for b, f in saved:
@@ -77,16 +114,48 @@ def peak_of(step, params, inputs):
 
 
 def timed_step(step, params, inputs):
-    """(wall seconds, CPU seconds of this process) of one training step."""
+    """(wall s, CPU s of this process, recomputing calls, their wall ns, their thread CPU ns) of one step."""
     for p in params:
         p.grad = None
     torch.manual_seed(123)
-    t, c = time.perf_counter(), time.process_time()
-    loss = step(*inputs)
-    loss.backward()
-    dt, dc = time.perf_counter() - t, time.process_time() - c
+    clock = remat_torch.RECOMPUTE_CLOCK = [0, 0, 0]
+    try:
+        t, c = time.perf_counter(), time.process_time()
+        loss = step(*inputs)
+        AGAIN[0] = True
+        loss.backward()
+        dt, dc = time.perf_counter() - t, time.process_time() - c
+    finally:
+        AGAIN[0] = False
+        remat_torch.RECOMPUTE_CLOCK = None
     del loss
-    return dt, dc
+    return (dt, dc) + tuple(clock)
+
+
+def quartiles(r):
+    r = sorted(r)
+    q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+    return q[0], statistics.median(r), q[2]
+
+
+def summary(r, scale, fmt):
+    q1, m, q3 = quartiles(r)
+    return (fmt + " [" + fmt + ", " + fmt + "]") % (scale * m, scale * q1, scale * q3)
+
+
+def verdict(mine, theirs, my_peak, their_peak):
+    """The Done-when's comparison on recompute times (ns per round): a win only at a measured peak no
+    higher than the peer's and with the quartile ranges apart."""
+    m, t = quartiles(mine), quartiles(theirs)
+    if my_peak > their_peak:
+        return "no verdict: remat's measured peak is above the peer's"
+    if not any(mine) and not any(theirs):
+        return "the same: neither recomputes"
+    if m[2] < t[0]:
+        return "remat costs less"
+    if m[0] > t[2]:
+        return "remat costs more"
+    return "within noise (the quartile ranges overlap)"
 
 
 def main():
@@ -94,13 +163,18 @@ def main():
     ap.add_argument("remat")
     ap.add_argument("--models", default="resnet18,gpt,unet")
     ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--objectives", default="time",
+                    help="remat_torch.compile's objective for remat's rows, comma-separated: time (the least "
+                    "predicted recomputation time, op durations measured on this CPU), flops")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    print("%d interleaved rounds (one step of every method per round), 1 thread (torch.set_num_threads(1)); "
-          "peak = torch.profiler's step peak beyond params and inputs; CPU = this process's CPU time per step "
-          "(median); extra = median over rounds of the step's CPU time / its baseline's in the same round, "
-          "[quartiles]" % a.steps)
-    print("%-9s %-44s %12s %8s %8s %20s" % ("model", "method", "peak (B)", "CPU (s)", "wall (s)", "extra [q1, q3]"))
+    print("%d interleaved rounds (one step of every method per round), 1 thread (torch.set_num_threads(1)), load "
+          "average %s; peak = torch.profiler's step peak beyond params and inputs; CPU = this process's CPU time "
+          "per step (median); recompute = thread CPU time of the recomputing nodes (calls per step), ms, median "
+          "[quartiles]; step extra = the step's CPU time / its baseline's in the same round, median [quartiles]" %
+          (a.steps, " ".join("%.1f" % x for x in os.getloadavg())))
+    print("%-9s %-52s %10s %7s %7s %6s %23s %21s" % ("model", "method", "peak (B)", "CPU (s)", "wall(s)", "calls",
+                                                   "recompute ms [q1, q3]", "step extra [q1, q3]"))
     for name in a.models.split(","):
         model, inputs = rc.build(name)
         params = list(model.parameters())
@@ -115,29 +189,44 @@ def main():
             finally:
                 undo()
         # (label, step, baseline label)
-        mc = remat_torch.min_cut_compile(model, inputs)
-        mc_label = "AOT min-cut (%d nodes again, %.1f%% FLOPs)" % (mc.remat_report["recomputed_nodes"],
-                                                                  100 * mc.remat_report["overhead"])
         methods = [("eager PyTorch", model, None),
-                   ("AOT default partition", remat_torch.store_all_compile(model, inputs), None),
-                   (mc_label, mc, "AOT default partition"),
-                   ("checkpoint every block", checkpointed, "eager PyTorch")]
+                   ("AOT default partition", remat_torch.store_all_compile(model, inputs), None)]
+        peers = []
+        for ops, sink, what in (("nvfuser", False, "AOT min-cut"),
+                                ("inductor", True, "AOT min-cut, inductor ops, sunk")):
+            mc = remat_torch.min_cut_compile(model, inputs, ops=ops, sink=sink)
+            lab = "%s (%d again, %.1f%% FLOPs)" % (what, mc.remat_report["recomputed_nodes"],
+                                                   100 * mc.remat_report["overhead"])
+            methods.append((lab, mc, "AOT default partition"))
+            peers.append(lab)
+        methods.append(("checkpoint every block", checkpointed, "eager PyTorch"))
+        peers.append("checkpoint every block")
         peaks = {m[0]: peak_of(m[1], params, inputs) for m in methods}
         failed = []
         pairs = []          # (remat's label, the peer's label) at the peer's measured peak
-        for label, peer in (("min-cut", mc_label), ("checkpoint", "checkpoint every block")):
-            try:
-                st = remat_torch.compile(model, inputs, budget=resident + peaks[peer], remat=a.remat)
-            except RuntimeError as e:
-                failed.append("remat at %s's peak: %s" % (label, str(e).split(": build/")[0][13:]))
-                continue
-            lab = "remat at %s's peak (%s, %.1f%% FLOPs)" % (label, st.remat_report["chosen"],
-                                                            100 * float(st.remat_report["overhead"] or 0))
-            if st.remat_report.get("rng_replays"):
-                lab = lab[:-1] + ", %d draws replayed)" % st.remat_report["rng_replays"]
-            methods.append((lab, st, "AOT default partition"))
-            peaks[lab] = peak_of(st, params, inputs)
-            pairs.append((lab, peer))
+        at_peak = {}        # a peer's measured peak -> remat's row planned there
+        for objective in a.objectives.split(","):
+            for peer in peers:
+                if (objective, peaks[peer]) in at_peak:
+                    pairs.append((at_peak[objective, peaks[peer]], peer))
+                    continue
+                short = peer.split(" (")[0]
+                try:
+                    st = remat_torch.compile(model, inputs, budget=resident + peaks[peer], remat=a.remat,
+                                             calibrate=2, objective=objective)
+                except RuntimeError as e:
+                    failed.append("remat (%s) at %s's peak: %s" % (objective, short,
+                                                                   str(e).split(": build/")[0][13:400]))
+                    continue
+                rep = st.remat_report
+                lab = "remat[%s] at %s's peak (%s, %.1f%% FLOPs%s)" % (
+                    objective, short.replace("AOT ", "").replace(", inductor ops, sunk", "+"), rep["chosen"],
+                    100 * float(rep["overhead"] or 0),
+                    ", %d draws again" % rep["rng_replays"] if rep.get("rng_replays") else "")
+                methods.append((lab, st, "AOT default partition"))
+                peaks[lab] = peak_of(st, params, inputs)
+                at_peak[objective, peaks[peer]] = lab
+                pairs.append((lab, peer))
         times = {m[0]: [] for m in methods}
         for _ in range(a.steps):
             for label, st, _ in methods:
@@ -146,27 +235,25 @@ def main():
 
         def extras(label):
             """Per round: the step's CPU time over its baseline's in the same round, less 1."""
-            return [c / cb - 1 for (_, c), (_, cb) in zip(times[label], times[base_of[label]])]
+            return [r[1] / rb[1] - 1 for r, rb in zip(times[label], times[base_of[label]])]
 
-        def summary(r, unit):
-            r = sorted(r)
-            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
-            return "%+.1f%s [%+.1f, %+.1f]" % (100 * statistics.median(r), unit, 100 * q[0], 100 * q[2])
+        def again(label):
+            return [r[4] for r in times[label]]
         for label, _, base in methods:
-            cpu = statistics.median(c for _, c in times[label])
-            wall = statistics.median(w for w, _ in times[label])
-            extra = summary(extras(label), "%") if base is not None else ""
-            print("%-9s %-44s %12d %8.3f %8.3f %20s" % (name, label, peaks[label], cpu, wall, extra))
+            cpu = statistics.median(r[1] for r in times[label])
+            wall = statistics.median(r[0] for r in times[label])
+            calls = statistics.median(r[2] for r in times[label])
+            print("%-9s %-52s %10d %7.3f %7.3f %6d %23s %21s" % (
+                name, label, peaks[label], cpu, wall, calls, summary(again(label), 1e-6, "%.2f"),
+                summary(extras(label), 100, "%+.1f%%") if base is not None else ""))
         for lab, peer in pairs:
-            # The Done-when comparison itself: remat's extra time less the peer's, round by round, in
-            # percentage points of each one's own baseline; below 0 with q3 below 0 is a win beyond noise.
+            # The Done-when comparison itself: the recomputation's own time, remat's against the peer's, at
+            # the peer's measured peak; the whole-step difference (points of each one's baseline) beside it.
             d = [x - y for x, y in zip(extras(lab), extras(peer))]
-            r = sorted(d)
-            q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
-            verdict = ("remat costs less" if q[2] < 0 else "remat costs more" if q[0] > 0 else
-                       "within noise (the quartiles straddle 0)")
-            print("%-9s remat - %s at %s B vs %d B: extra time %s points: %s" %
-                  (name, peer.split(" (")[0], peaks[lab], peaks[peer], summary(d, ""), verdict))
+            print("%-9s %s vs %s at %d B vs %d B: recompute %s ms vs %s ms: %s; step extra remat - peer %s points" %
+                  (name, lab.split(" at ")[0], peer.split(" (")[0], peaks[lab], peaks[peer],
+                   summary(again(lab), 1e-6, "%.2f"), summary(again(peer), 1e-6, "%.2f"),
+                   verdict(again(lab), again(peer), peaks[lab], peaks[peer]), summary(d, 100, "%+.1f")))
         for f in failed:
             print("%-9s %s" % (name, f))
         sys.stdout.flush()

@@ -10,9 +10,11 @@
 #   2. symbols (when BUILD/obj holds the objects): every symbol an object in
 #      src/F takes from another library folder G is defined in G with F
 #      allowed to use G, so a public declaration cannot hide an upward call.
-# It also refuses a source file over MAX_LINES lines (STYLE.md: split along a
-# seam that has a name), and checks the public headers (reachable from
-# remat.h, one guard, self-contained, no internal names, no issue numbers).
+# It also refuses a file of code over MAX_LINES lines (STYLE.md: split along
+# a seam that has a name): src/, and the tests, scripts and shell scripts
+# beside it (documentation and data have no limit; see below). And it checks
+# the public headers (reachable from remat.h, one guard, self-contained, no
+# internal names, no issue numbers).
 # Prints every violation and exits 1 if there is one.
 set -u
 cd "$(dirname "$0")/.."
@@ -64,12 +66,17 @@ say() {
     bad=1
 }
 
+# lines_ok FILE: FILE has at most MAX_LINES lines.
+lines_ok() {
+    n=$(wc -l <"$1")
+    [ "$n" -le "$MAX_LINES" ] || say "$1: $n lines (over $MAX_LINES: split it along a named seam)"
+}
+
 for f in src/*/*.c src/*/*.h; do
     dir=${f#src/}
     dir=${dir%%/*}
     [ "$(may "$dir")" = "?" ] && say "$f: folder src/$dir/ is not on the ladder (scripts/check-layout.sh, src/README.md)"
-    n=$(wc -l <"$f")
-    [ "$n" -gt "$MAX_LINES" ] && say "$f: $n lines (over $MAX_LINES: split it along a named seam)"
+    lines_ok "$f"
     # Quoted includes only; "remat/..." and "remat.h" are the public headers.
     grep -o '^#include "[^"]*"' "$f" | sed 's/^#include "//; s/"$//' | while read -r inc; do
         case $inc in
@@ -88,6 +95,33 @@ for f in src/*/*.c src/*/*.h; do
             echo "layout: $f includes $inc: private to src/$gdir (its inner interface: $(exported "$gdir"))"
         fi
     done | grep . && bad=1
+done
+
+# The same limit for the code outside src/: the tests (suites, their
+# helpers and headers, bench, fuzz targets, the PyTorch checks), the scripts,
+# and every shell script (.ci/run is one). A suite that outgrows it is split
+# into files that fill the same TCases (tests/check_load.h shows how), so
+# its name still runs it whole. Documentation (README.md, graphs/README.md,
+# src/README.md) is left out on purpose: a reference reads best whole, and
+# its length is not code's. So is data (fixtures, graphs, fuzz corpora).
+for f in tests/*.c tests/*.h tests/*/*.c tests/*/*.h tests/*/*.py scripts/*.py \
+    ./*.sh scripts/*.sh tests/*.sh tests/*/*.sh .ci/run; do
+    [ -f "$f" ] && lines_ok "$f"
+done
+
+# Every tests/check_*.c is a suite or a part of one. A suite defines
+# `Suite *NAME_suite(void)` at the start of a line (the Makefile lists those
+# for the runner); a part defines hooks `void NAME_tests(TCase *tc)` that a
+# suite's file calls. A file that is neither, or a hook nobody calls, would
+# compile and link and run none of its tests, so it is refused here.
+for f in tests/check_*.c; do
+    [ -f "$f" ] || continue # a copy of src/ alone (tests/cli/strategy_cost.sh)
+    grep -q '^Suite \*[a-z0-9_]*_suite(void)$' "$f" && continue
+    hooks=$(sed -n 's/^void \([a-z0-9_]*_tests\)(TCase \*[a-z]*)$/\1/p' "$f")
+    [ -n "$hooks" ] || say "$f: neither a suite (Suite *NAME_suite(void)) nor a part of one (void NAME_tests(TCase *tc))"
+    for h in $hooks; do
+        grep -q "^[[:space:]]*$h([a-z]*);" tests/check_*.c || say "$f: $h() adds tests that no suite runs (call it from the suite's file)"
+    done
 done
 
 # Flags belong to the command: a library message names the API parameter

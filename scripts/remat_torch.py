@@ -54,17 +54,27 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
    the schedule.
 
 `min_cut_compile` and `store_all_compile` build the same module with
-functorch's min-cut partitioner and its default (save what the forward
-made) partitioner, through the same interpreter: the peers the bench
-compares with.
+functorch's min-cut partitioner (its op list and placement as torch 1.13
+has them, or the "inductor" list with its recomputation sunk to first
+use) and its default (save what the forward made) partitioner, through
+the same interpreter: the peers the bench compares with.
+
+compile(objective="time") measures each forward op's time on this machine
+and has remat plan for the least predicted recomputation time (remat plan
+--objective time) instead of the least FLOPs. Every node that recomputes
+carries node.meta[RECOMPUTED], and while RECOMPUTE_CLOCK is set the
+interpreter times them: the extra time of a plan measured where it is
+spent (scripts/bench_remat_torch.py).
 """
 import copy
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 import torch.fx as fx
@@ -141,52 +151,72 @@ def split_joint(joint):
     return fwd, read, [n for n in joint.graph.nodes if _is_primal(n)], [n for n in joint.graph.nodes if _is_tangent(n)]
 
 
-def storages(joint, fwd, primals, real):
+def storages(joint, fwd, primals, real, timings=0):
     """Runs the forward nodes once on the real parameters and inputs (RNG state restored): each tensor
     node's (storage pointer, storage bytes). Bytes are the storage's, as the exporter counts them: a
-    0-dim mse_loss result keeps the whole per-element buffer (its storage), which the shape does not show."""
+    0-dim mse_loss result keeps the whole per-element buffer (its storage), which the shape does not show.
+    timings=K: K runs more, each node's call timed (thread CPU ns: on one intra-op thread its kernel runs
+    on this thread, so the machine's other load counts less than in wall time); info[("ns", n)] is the
+    median over the K runs (the first, which pays fresh pages, is not one of them). The parameters,
+    buffers and inputs are restored after them (batch norm's running statistics)."""
     info = {}
     if real is None:
         return info
-    env = dict(zip(primals, real))
-    for p, t in env.items():
-        info[p] = ex.storage_of(t)
     last = {}
     for i, n in enumerate(fwd):
         for a in n.all_input_nodes:
             last[a] = i
     state = torch.get_rng_state()
-
-    def load(a):
-        if isinstance(a, fx.Node):
-            return env[a]
-        if isinstance(a, (list, tuple)):
-            return type(a)(load(x) for x in a)
-        return a
+    ns = {}
     with torch.no_grad():
-        for i, n in enumerate(fwd):
-            v = n.target(*load(n.args), **{k: load(x) for k, x in n.kwargs.items()})
-            env[n] = v
-            if isinstance(v, torch.Tensor):
-                info[n] = ex.storage_of(v)
-            if _pkt(n) == "convolution":
-                a = load(n.args)
-                # the input's gradient is computed unless the input is a data input (a placeholder)
-                info[("ws", n)] = WS.measure(list(a), n.args[0].op != "placeholder")
-            elif _pkt(n) == "native_batch_norm" and len(n.args) > 5 and n.args[5] is True:
-                info[("ws", n)] = NORM_WS.measure(list(load(n.args)), n.args[0].op != "placeholder")
-            for a in n.all_input_nodes:
-                if last.get(a) == i and a.op != "placeholder":
-                    env.pop(a, None)
-    torch.set_rng_state(state)
+        saved = [t.detach().clone() for t in real] if timings else []
+        for k in range(1 + timings):
+            env = dict(zip(primals, real))
+            if k == 0:
+                for p, t in env.items():
+                    info[p] = ex.storage_of(t)
+
+            def load(a):
+                if isinstance(a, fx.Node):
+                    return env[a]
+                if isinstance(a, (list, tuple)):
+                    return type(a)(load(x) for x in a)
+                return a
+            for i, n in enumerate(fwd):
+                pos, kw = load(n.args), {key: load(x) for key, x in n.kwargs.items()}
+                c = time.thread_time_ns()
+                v = n.target(*pos, **kw)
+                if k:
+                    ns.setdefault(n, []).append(time.thread_time_ns() - c)
+                del pos, kw
+                env[n] = v
+                if k == 0 and isinstance(v, torch.Tensor):
+                    info[n] = ex.storage_of(v)
+                if k == 0 and _pkt(n) == "convolution":
+                    a = load(n.args)
+                    # the input's gradient is computed unless the input is a data input (a placeholder)
+                    info[("ws", n)] = WS.measure(list(a), n.args[0].op != "placeholder")
+                elif k == 0 and _pkt(n) == "native_batch_norm" and len(n.args) > 5 and n.args[5] is True:
+                    info[("ws", n)] = NORM_WS.measure(list(load(n.args)), n.args[0].op != "placeholder")
+                for a in n.all_input_nodes:
+                    if last.get(a) == i and a.op != "placeholder":
+                        env.pop(a, None)
+            env.clear()
+            torch.set_rng_state(state)
+        for t, s in zip(real, saved):
+            t.copy_(s)
+    for n, xs in ns.items():
+        info[("ns", n)] = int(statistics.median(xs))
     return info
 
 
-def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
+def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None, timings=0):
     """The remat graph of a joint graph's forward part; returns (graph dict, fx node -> tensor id).
-    real: the parameters, buffers and inputs in AOTAutograd's order (for storage sizes)."""
+    real: the parameters, buffers and inputs in AOTAutograd's order (for storage sizes). timings=K: each
+    op's attrs.duration_ns is its node's measured time on this machine (storages: median of K runs),
+    what `remat plan --objective time` prices a recomputation at."""
     fwd, read, primals, _ = split_joint(joint)
-    sizes = storages(joint, fwd, primals, real)
+    sizes = storages(joint, fwd, primals, real, timings)
     fwd_out = [a for a in joint.graph.output_node().args[0]] if hasattr(joint.graph, "output_node") else None
     if fwd_out is None:
         out_node = [n for n in joint.graph.nodes if n.op == "output"][0]
@@ -252,6 +282,8 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
                     utm = _meta(u)
                     v = {"id": u.name, "op": name, "inputs": [tid[b]], "alias_of": tid[b], "bytes": _bytes(utm),
                          "dtype": ex.DTYPE_NAMES.get(utm.dtype, "f32"), "shape": list(utm.shape), "_node": n}
+                    if ("ns", n) in sizes:
+                        v["attrs"] = {"duration_ns": sizes[("ns", n)]}
                     tid[u] = u.name
                     ops.append(v)
                     by_id[v["id"]] = v
@@ -297,6 +329,8 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
                 d["workspace"] = fws
             if bws:
                 d["bwd_workspace"] = bws
+        if ("ns", n) in sizes:
+            d["attrs"] = {"duration_ns": sizes[("ns", n)]}
         if name.rstrip("_") in RANDOM or name in RANDOM:
             d["recomputable"] = False
         d["_node"] = n
@@ -381,6 +415,10 @@ def joint_to_graph(joint, n_params, frozen, graph_name="aot", real=None):
              "meta": {"exporter": "scripts/remat_torch.py", "source": "AOTAutograd joint graph (torch %s)" %
                       torch.__version__},
              "inputs": inputs, "params": params, "ops": ops, "outputs": outputs}
+    if timings:
+        graph["meta"]["durations"] = ("attrs.duration_ns: each forward node's thread CPU time on this machine "
+                                      "(torch %s, %d thread(s)), median of %d runs" %
+                                      (torch.__version__, torch.get_num_threads(), timings))
     return graph, tid
 
 
@@ -403,6 +441,9 @@ def saved_values_for(joint, keep, tid_of, graph):
     # plan's keep set or not: recomputing it would draw another mask.
     fixed = [o["id"] for d in graph["ops"] if d.get("recomputable") is False for o in d.get("outputs", [d])]
     held = {root(k) for k in list(keep) + fixed}
+    # A view of a parameter (a weight's transpose, which remat counts as the weight) is saved as it is: it
+    # holds no bytes beyond the resident weight, and rebuilding it in the backward is a call for nothing.
+    held |= {p["id"] for p in graph["params"]}
     saved, seen = [], set()
 
     def need(v):
@@ -455,6 +496,29 @@ def sink_recomputation(bw, recomputed_names):
 
 
 MARK_RETURNED = False     # runner: mark each returned gradient for measured_peaks (profiling only)
+# The extra time of a plan is the time its recomputation takes, which a whole-step ratio shows only through
+# the step's noise. Every node that recomputes a forward value (a forward node copied into the backward
+# graph, or a RECOMPUTE copy in the forward) carries node.meta[RECOMPUTED]; while RECOMPUTE_CLOCK is a
+# list [calls, wall ns, thread CPU ns], the runner adds each such node's kernel call to it (its arguments
+# are looked up outside the timed span). Thread CPU time: on one intra-op thread the ATen kernel runs on
+# the calling thread, so other processes on a loaded machine do not inflate it as they do wall time.
+RECOMPUTED = torch_schedule.RECOMPUTED
+RECOMPUTE_CLOCK = None
+
+
+def recomputed_in(fw, bw):
+    """The names of the nodes a backward graph computes again: those the forward graph runs too (as
+    functorch's AOT_PARTITIONER_DEBUG counts them). A forward-side node that only the backward runs (a
+    view of a saved value that only a gradient formula reads) is computed once, not again."""
+    names = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    return {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in names}
+
+
+def mark_recomputed(gm, names):
+    """Marks the call_function nodes of gm named in names as recomputations (RECOMPUTED)."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.name in names:
+            n.meta[RECOMPUTED] = True
 
 
 def runner(gm, _inputs=None):
@@ -469,6 +533,7 @@ def runner(gm, _inputs=None):
     for a, i in last.items():
         free_after.setdefault(i, []).append(a)
     placeholders = [n for n in nodes if n.op == "placeholder"]
+    timed = {n for n in nodes if n.meta.get(RECOMPUTED)}
     # The backward graph's results (it reads tangents): the parameter gradients
     returned = set()
     if nodes and nodes[-1].op == "output" and any(_is_tangent(n) for n in nodes):
@@ -492,7 +557,17 @@ def runner(gm, _inputs=None):
             if n.op == "placeholder":
                 pass
             elif n.op == "call_function":
-                env[n] = n.target(*load(n.args, env), **load(n.kwargs, env))
+                pos, kw = load(n.args, env), load(n.kwargs, env)
+                clock = RECOMPUTE_CLOCK if n in timed else None
+                if clock is None:
+                    env[n] = n.target(*pos, **kw)
+                else:
+                    w, c = time.perf_counter_ns(), time.thread_time_ns()
+                    env[n] = n.target(*pos, **kw)
+                    clock[2] += time.thread_time_ns() - c
+                    clock[1] += time.perf_counter_ns() - w
+                    clock[0] += 1
+                del pos, kw     # the arguments' references, which would outlive their last use
                 if MARK_RETURNED and n in returned and isinstance(env[n], torch.Tensor):
                     # measured_peaks: from here on this storage is a returned (parameter) gradient
                     v = env[n]
@@ -561,20 +636,38 @@ def _warm(compiled, example_inputs):
 # Strategies whose plans are keep sets run by remat's default policy (graphs/README.md, "The default
 # policy"): the keep-set path builds their graphs; the others' schedules go to torch_schedule.
 KEEP_SET = ("store-all", "sqrtn", "chen-greedy", "mincut")
-CANDIDATES = (("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",), ("sqrtn", "--linearized"),
+CANDIDATES = (("store-all",), ("auto",), ("chen-greedy",), ("chen-greedy", "--linearized"), ("sqrtn",),
+              ("sqrtn", "--linearized"),
               ("mincut",), ("dtr",), ("revolve",), ("chain-dp",))
 
 
-def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report, schedules=True):
+# --objective time's device: only ops without a measured duration use its roofline (views, which cost 0;
+# the generator-state ops, which are never recomputed), the figures bench_step_time.py uses for this CPU.
+CPU_DEVICE = {"format": "remat-device", "version": 1, "name": "cpu-this-machine",
+              "peak_flops": {"f32": 5e10, "f64": 2.5e10}, "memory_bandwidth": 1e10,
+              "link_bandwidth": 1e9, "link_latency": 1e-5}
+
+
+def cost(rep):
+    """What choose_plan minimises: the replayed plan's predicted recomputation time when it was planned
+    with a device (--objective time), else its recomputed FLOPs; ties go to fewer FLOPs, then to fewer
+    recomputations (remat prices a view at 0, but each recomputed view is one more dispatched call)."""
+    t = rep.get("time")
+    flops = rep["flops"]["recompute"]
+    return (t["recompute_s"] if t else flops, flops, sum((rep.get("recompute_counts") or {}).values()))
+
+
+def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report, schedules=True, extra=()):
     """Asks remat for a plan under the budget from each candidate strategy (one subprocess each, the
-    commands recorded in report["commands"]); keeps the feasible plan with the least extra FLOPs
-    (schedules=False: keep-set plans only)."""
+    commands recorded in report["commands"]); keeps the feasible plan that costs least (cost: the extra
+    FLOPs, or with extra = --device D --objective time the predicted recomputation time; schedules=False:
+    keep-set plans only)."""
     best = None
     report["commands"] = []
     for i, cand in enumerate(strategies):
         ppath = os.path.join(workdir, "plan-%d.json" % i)
         cmd = [remat, "plan", gpath, "--strategy", cand[0]] + list(cand[1:]) + [budget_option, str(budget), "-o",
-                                                                               ppath, "--json"]
+                                                                               ppath, "--json"] + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True)
         line = {"command": " ".join(cmd), "exit": r.returncode}
         report["commands"].append(line)
@@ -589,14 +682,18 @@ def choose_plan(remat, gpath, workdir, budget, budget_option, strategies, report
         if not schedules and not is_keep_set(chosen):
             line["skipped"] = "its own schedule"
             continue
-        if best is None or rep["flops"]["recompute"] < best[1]["flops"]["recompute"]:
-            best = (plan, rep, ppath, line["command"])
+        if rep.get("time"):
+            line["recompute_s"] = rep["time"]["recompute_s"]
+        # on a tie a keep set (functorch's split, no schedule copies): auto's own store-all is a schedule
+        key = cost(rep) + (not is_keep_set(chosen),)
+        if best is None or key < best[5]:
+            best = (plan, rep, ppath, line["command"], cand, key)
     if best is None:
         why = "; ".join("%s -> exit %d %s" % (c["command"], c["exit"], c.get("message") or c.get("skipped", ""))
                         for c in report["commands"])
         raise RuntimeError("remat_torch: no %splan meets %s %s: %s" %
                            ("" if schedules else "keep-set ", budget_option, budget, why))
-    report["command"], report["plan"] = best[3], best[2]
+    report["command"], report["plan"], report["candidate"] = best[3], best[2], best[4]
     return best[0], best[1]
 
 
@@ -621,7 +718,7 @@ def parse_bytes(b):
 
 
 def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, verbose=False, workdir=None,
-            budget_option="--budget", calibrate=0, schedule="auto", rng=True):
+            budget_option="--budget", calibrate=0, schedule="auto", rng=True, objective="flops"):
     """A module whose training step recomputes what remat's plan under `budget` says.
 
     budget: bytes (int) or a size remat reads ("4GiB", "1.5GB"): the whole step's peak (remat's --budget:
@@ -631,17 +728,24 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     lists each round's planned budget and measured peak.
     rng=True: random ops are recomputable, replaying the generator state saved at their draw (torch_rng);
     False: they are kept, as functorch's partitioners keep them.
+    objective="flops": the plan with the least recomputed FLOPs; "time": each op's duration is measured
+    on this machine (joint_to_graph's timings) and remat plans with `--objective time` on it (CPU_DEVICE),
+    keeping the plan with the least predicted recomputation time. On a CPU without a fusing compiler a
+    small op's time is mostly dispatch, which FLOPs do not see: a plan of many cheap ops (a view, a
+    dropout mask drawn again) can be fewer FLOPs and more time.
     """
+    if objective not in ("flops", "time"):
+        raise ValueError("remat_torch: objective '%s' is not flops or time" % objective)
     if not calibrate:
         return _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule,
-                        rng)
+                        rng, objective)
     target = parse_bytes(budget)
     planned = target
     rounds = []
     step = None
     for _ in range(calibrate + 1):
         step = _compile(model, example_inputs, planned, remat, strategies, verbose, workdir, budget_option,
-                        schedule, rng)
+                        schedule, rng, objective)
         peak = measured_peak(step, model, example_inputs)
         total = step.remat_report["resident_bytes"] + peak
         rounds.append({"planned_budget": planned, "measured_peak": peak, "measured_total": total})
@@ -652,18 +756,26 @@ def compile(model, example_inputs, budget, remat=None, strategies=CANDIDATES, ve
     return step
 
 
-def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule, rng):
+def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir, budget_option, schedule, rng,
+             objective):
     remat = remat or _default_remat()
     n_params, frozen = _param_info(model)
-    report = {}
+    report = {"objective": objective}
     workdir = workdir or tempfile.mkdtemp(prefix="remat-torch-")
+    extra = ()
+    if objective == "time":
+        dev = os.path.join(workdir, "device.json")
+        with open(dev, "w") as f:
+            json.dump(CPU_DEVICE, f)
+        extra = ("--device", dev, "--objective", "time")
 
     def partition(joint, joint_inputs):
         graph, node_of = joint_to_graph(joint, n_params, frozen, graph_name=type(model).__name__,
-                                        real=_real_primals(model, example_inputs))
+                                        real=_real_primals(model, example_inputs),
+                                        timings=5 if objective == "time" else 0)
         # Two graphs when the model draws random numbers: its draws kept, and its draws recomputable
         # under saved generator states (torch_rng), which cost their bytes even where a plan never
-        # recomputes the draw. remat plans both; the plan with less extra FLOPs wins, the kept draws
+        # recomputes the draw. remat plans both; the plan that costs less wins (cost), the kept draws
         # on a tie (so a budget that needs no recomputation gets store-all, with no states).
         variants = [("draws kept", joint, graph, node_of)]
         if rng and any(torch_rng.is_random(n) for n in joint.graph.nodes):
@@ -672,22 +784,41 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
             t2 = {n: by_name[n.name] for n in j2.graph.nodes if n.name in by_name}
             variants.append(("draws replayed", j2, torch_rng.add_states(j2, copy.deepcopy(graph), t2), t2))
         best, commands, errors = None, [], []
-        for k, (label, j, g, t) in enumerate(variants):
-            gpath = os.path.join(workdir, "graph.json" if k == 0 else "graph-rng.json")
+
+        def try_variant(k, label, j, g, t, cands):
+            nonlocal best
+            gpath = os.path.join(workdir, ("graph.json", "graph-rng.json", "graph-rng-used.json")[k])
             with open(gpath, "w") as f:
                 json.dump(g, f)
-            sub, pdir = {}, os.path.join(workdir, "rng") if k else workdir
+            sub, pdir = {}, os.path.join(workdir, ("", "rng", "rng-used")[k])
             os.makedirs(pdir, exist_ok=True)
             try:
-                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, strategies, sub,
-                                        schedules=schedule != "never")
+                plan, rep = choose_plan(remat, gpath, pdir, budget, budget_option, cands, sub,
+                                        schedules=schedule != "never", extra=extra)
             except RuntimeError as e:
                 errors.append(e)
-                continue
+                return
             finally:
-                commands += [dict(c, graph=label) for c in sub.get("commands", [])]
-            if best is None or rep["flops"]["recompute"] < best[5]["flops"]["recompute"]:
+                commands.extend(dict(c, graph=label) for c in sub.get("commands", []))
+            # the kept draws win a tie with the replayed ones; the fewer states win a tie with all of them
+            if best is None or (cost(rep) <= cost(best[5]) if k == 2 else cost(rep) < cost(best[5])):
                 best = (label, j, g, t, plan, rep, sub, gpath)
+        for k, (label, j, g, t) in enumerate(variants):
+            try_variant(k, label, j, g, t, strategies)
+        if best is not None and best[0] == "draws replayed":
+            # The states of the draws the plan never recomputes are charged in its prediction (kept to
+            # their saver's backward step) but saved by no graph: plan the same strategy again on a graph
+            # with states for the recomputed draws only, so the prediction is what the step keeps.
+            again = set(best[5].get("recompute_counts") or {})
+            drawn = [d["id"] for d in best[2]["ops"] if "rng_state" in (d.get("attrs") or {})]
+            used = [x for x in drawn if x in again]
+            if len(used) < len(drawn):
+                j3 = copy.deepcopy(joint)
+                by_name = {n.name: x for n, x in node_of.items()}
+                t3 = {n: by_name[n.name] for n in j3.graph.nodes if n.name in by_name}
+                g3 = torch_rng.add_states(j3, copy.deepcopy(graph), t3, only=set(used))
+                try_variant(2, "draws replayed, %d of %d states" % (len(used), len(drawn)), j3, g3, t3,
+                            (best[6]["candidate"],))
         report["commands"] = commands
         if best is None:
             raise errors[-1]
@@ -696,6 +827,7 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
         keep = set(plan["keep"])
         report["resident_bytes"] = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
         report.update(graph=gpath, keep=sorted(keep), peak_bytes=rep["peak_bytes"],
+                      recompute_s=(rep.get("time") or {}).get("recompute_s"),
                       activation_peak_bytes=rep.get("activation_peak_bytes"), flops=rep["flops"],
                       overhead=rep.get("overhead"), strategy=plan.get("strategy"),
                       chosen=(plan.get("params") or {}).get("chosen", plan.get("strategy")))
@@ -714,9 +846,11 @@ def _compile(model, example_inputs, budget, remat, strategies, verbose, workdir,
             fwd_names = {n.name for n in split_joint(joint)[0]}
             recomputed = {n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names}
             report["graphs"] = "keep set"
-            report["recomputed_nodes"] = len(recomputed)
             report["saved_values"] = len(saved)
             sink_recomputation(bw, recomputed)
+            recomputed = recomputed_in(fw, bw)
+            report["recomputed_nodes"] = len(recomputed)
+            mark_recomputed(bw, recomputed)
         report["rng_replays"] = torch_rng.replays(fw, bw)
         if verbose:
             print("remat_torch: %s\nremat_torch: plan %s keeps %d of %d activations, replayed peak %s B, "
@@ -747,21 +881,34 @@ def graph_of(model, example_inputs, rng=True):
     return box["graph"]
 
 
-def min_cut_compile(model, example_inputs):
+def min_cut_compile(model, example_inputs, ops="nvfuser", sink=False):
     """functorch's min-cut rematerialization partitioner, through the same interpreter. remat_report counts
     the forward nodes its backward graph recomputes ("recomputed_nodes") and their FLOPs by the remat
-    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports)."""
+    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports).
+
+    ops: the partitioner's `compiler` argument, which picks the ops it may recompute: "nvfuser" (torch
+    1.13's default: pointwise ops and reductions, no views, so a pointwise op whose output the backward
+    reads through a view, as GELU's through the next linear's reshape, is saved) or "inductor" (views
+    too, within 4 nodes of the backward; torch 2's default). sink=True moves each recomputed node to just
+    before its first user, as compile does for remat's keep sets: functorch leaves them where the joint
+    graph had them, at the start of the backward, where they rebuild every value at once, and only a
+    fusing compiler (not this interpreter) would move them. The recomputed nodes carry RECOMPUTED."""
     n_params, frozen = _param_info(model)
-    report = {"partitioner": "min_cut_rematerialization_partition"}
+    report = {"partitioner": "min_cut_rematerialization_partition", "ops": ops,
+              "placement": "first use" if sink else "functorch's"}
 
     def partition(joint, joint_inputs):
         graph = joint_to_graph(joint, n_params, frozen, real=_real_primals(model, example_inputs))[0]
         fwd_names = {n.name for n in split_joint(joint)[0]}
-        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs)
+        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, compiler=ops)
         flops = {d["id"]: (d.get("flops", 0), d.get("bwd_flops", 2 * d.get("flops", 0))) for d in graph["ops"]}
-        again = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        moved = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
+        again = recomputed_in(fw, bw)
         report.update(recomputed_nodes=len(again), recompute_flops=sum(flops.get(x, (0, 0))[0] for x in again))
         report["overhead"] = report["recompute_flops"] / max(1, sum(f + b for f, b in flops.values()))
+        if sink:
+            sink_recomputation(bw, set(moved))
+        mark_recomputed(bw, again)
         return fw, bw
     c = _aot(model, partition)
     _warm(c, example_inputs)

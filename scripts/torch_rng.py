@@ -36,11 +36,13 @@ This module does the same per random node of the AOTAutograd joint graph:
 The remat graph charges every state from its draw to its saver's backward
 step, whether or not the plan recomputes the draw; the compiled step keeps a
 state only where a recomputation reads it (functorch's split and
-torch_schedule save what the backward reads). So the measured peak may lie
-below remat's prediction by at most the states' bytes: 13 x 5056 = 65728 B
-on the GPT, 0.4% of its store-all activation peak. An exact prediction
-would replay the plan again without the states of the draws it never
-recomputes.
+torch_schedule save what the backward reads). So remat_torch._compile plans
+the chosen strategy once more on a graph with states for the draws its plan
+recomputes only (add_states' `only`), and keeps that plan when it costs no
+more: its prediction then charges no state the step does not keep (before,
+up to 13 x 5056 = 65728 B on the GPT, 0.4% of its store-all activation
+peak). A state-free random op stays `recomputable: false`, as without
+states.
 """
 import torch
 import torch.fx as fx
@@ -90,9 +92,10 @@ def _name(target):
     return target.overloadpacket.__name__ + ("." + ov if ov and ov != "default" else "")
 
 
-def add_states(joint, graph, tid):
+def add_states(joint, graph, tid, only=None):
     """Makes each random op of remat graph `graph` (joint_to_graph's dict; tid: joint node -> tensor id)
-    recomputable under a saved generator state, in the graph and in the joint graph. Returns the graph."""
+    recomputable under a saved generator state, in the graph and in the joint graph. Returns the graph.
+    only: the ids of the random ops to do this for (the others stay drawn once and kept)."""
     nbytes = torch.get_rng_state().numel()          # uint8: one byte per element
     by_id = {d["id"]: d for d in graph["ops"]}
     index = {d["id"]: i for i, d in enumerate(graph["ops"])}
@@ -107,7 +110,7 @@ def add_states(joint, graph, tid):
     nodes = [(n, op_of(n)) for n in joint.graph.nodes if is_random(n)]
     new_ops = {}
     for n, d in nodes:
-        if d is None:
+        if d is None or (only is not None and d["id"] not in only):
             continue
         g = joint.graph
         with g.inserting_before(n):

@@ -48,6 +48,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_rng  # noqa: E402
 
 
+# node.meta key of a copy that recomputes a value (a RECOMPUTE instance; remat_torch's runner times them)
+RECOMPUTED = "remat_recomputed"
+
+
 def intervals(schedule, graph):
     """tensor id -> [[create instruction, free instruction or None]], op id -> its BWD instruction, the
     first BWD's instruction."""
@@ -182,6 +186,11 @@ class _Builder:
         node = self.g.node_copy(n, arg)
         if c not in self.fwd_at:
             torch_rng.as_replay(node)    # a random op's recomputation replays its saved generator state
+        # A copy for a RECOMPUTE instance recomputes; one for no instruction at all (a weight's
+        # transpose: remat schedules no op for it) computes what the forward needs, once.
+        again = c is not None and c not in self.fwd_at
+        if again:
+            node.meta[RECOMPUTED] = True
         self.memo[key] = node
         self.copies += 1
         if self.tid.get(n) is None and not _getitem(n):
@@ -190,6 +199,8 @@ class _Builder:
             for u in sorted((u for u in n.users if _getitem(u)), key=lambda u: u.args[1]):
                 if (u, c) not in self.memo:
                     self.memo[(u, c)] = self.g.node_copy(u, lambda a: node)
+                    if again:
+                        self.memo[(u, c)].meta[RECOMPUTED] = True
         return node
 
 
@@ -218,6 +229,14 @@ def build(joint, graph, tid, schedule):
             continue
         if tid.get(n) == n.name and n.name in resident:
             saved.append(n)
+    # A view of a parameter or of a resident activation (a weight's transpose, which the remat graph
+    # counts as the weight; a transpose that only the backward reads, counted as its base) is saved as the
+    # forward made it: it holds no bytes beyond its base, which is resident anyway, and a copy in the
+    # backward is one more dispatched call per read (views were most of the calls timed as the GPT's
+    # recomputation). A reader of a later instance of the base reads a copy made from that instance.
+    params = {p["id"] for p in graph["params"]}
+    saved += [n for n in jnodes if n.op == "call_function" and tid.get(n) not in (None, n.name) and
+              (tid[n] in params or tid[n] in resident) and hasattr(n.meta.get("tensor_meta"), "shape")]
     saved = primals + saved
 
     # Forward: the schedule's FWD instructions in order, then the outputs at the first BWD.

@@ -22,8 +22,12 @@
  * DTR itself checks, on every run, that its simulated peak equals the
  * replayed one (an internal error otherwise), so every plan made here also
  * tests that its accounting mirrors the executor's.
+ *
+ * The random layered DAGs of 2 and 3, and the fit-only runs auto's ladder
+ * makes, are in check_dtr_random.c (the "guarantees" case).
  */
-#include "test_util.h"
+#include "check_dtr.h"
+#include "plan/planner.h"
 #include "util/util_internal.h"
 
 #include <dirent.h>
@@ -33,12 +37,12 @@
 
 static const char *const scores[] = {"h_dtr", "eq", "local", NULL}; /* NULL: the default, best of all */
 
-static uint64_t metric_of(const remat_replay_result *r, remat_budget_kind kind)
+uint64_t metric_of(const remat_replay_result *r, remat_budget_kind kind)
 {
     return kind == REMAT_BUDGET_ACTIVATION ? r->activation_peak : r->peak_bytes;
 }
 
-static void store_all_figures(const remat_analysis *a, remat_budget_kind kind, uint64_t *metric)
+void store_all_figures(const remat_analysis *a, remat_budget_kind kind, uint64_t *metric)
 {
     remat_schedule s;
     remat_schedule_init(&s);
@@ -69,14 +73,10 @@ static uint64_t named_bytes(const char *msg)
     return strtoull(p, NULL, 10);
 }
 
-typedef struct {
-    unsigned made, infeasible, rebuilt;
-} tally;
-
 /* Plans with dtr and checks every guarantee; returns the status. */
-static remat_status plan_and_check(const remat_analysis *a, remat_budget_kind kind, uint64_t budget,
-                                   const char *score, const remat_exec_extras *extras, remat_plan *keep_plan,
-                                   tally *tl)
+remat_status plan_and_check(const remat_analysis *a, remat_budget_kind kind, uint64_t budget,
+                            const char *score, const remat_exec_extras *extras, remat_plan *keep_plan,
+                            tally *tl)
 {
     remat_plan_options o;
     remat_plan_options_init(&o);
@@ -147,7 +147,7 @@ static remat_status plan_and_check(const remat_analysis *a, remat_budget_kind ki
 
 /* At 0.5, 0.7, 0.9 of the store-all figure, each kind, each score; then at
  * the store-all figure and above it, where nothing may be evicted. */
-static void check_graph(const remat_analysis *a, tally *tl)
+void check_graph(const remat_analysis *a, tally *tl)
 {
     static const remat_budget_kind kinds[] = {REMAT_BUDGET_ACTIVATION, REMAT_BUDGET_TOTAL};
     static const double fractions[] = {0.5, 0.7, 0.9};
@@ -413,261 +413,6 @@ START_TEST(dtr_should_fit_or_name_a_met_budget_on_every_bundled_graph)
 }
 END_TEST
 
-/* ---- 2. Random layered DAGs ---------------------------------------------- */
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-        ck_assert(k >= 0);
-        if ((size_t)k < b->cap - b->n) {
-            b->n += (size_t)k;
-            return;
-        }
-        b->cap = b->cap * 2 + (size_t)k + 64;
-        b->s = realloc(b->s, b->cap);
-        ck_assert_ptr_nonnull(b->s);
-    }
-}
-
-static uint64_t rnd(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint32_t below(uint64_t *x, uint32_t n)
-{
-    return (uint32_t)(rnd(x) % n);
-}
-
-/* A random layered DAG: `layers` layers of up to `width` ops, each reading
- * one to three tensors of the last two layers (or the input, or a param).
- * One op in eight has two or three outputs, one in eight is a view of one
- * of its inputs (an activation, a leaf or a view), one in fifteen cannot be
- * recomputed; saves are the default, nothing, the op's own first output, or
- * its first input and any earlier tensor; some ops have workspace. A sum
- * "loss" reads every tensor nothing else reads. */
-static char *random_graph(uint64_t seed, uint32_t layers, uint32_t width)
-{
-    uint64_t x = seed;
-    sbuf b = {malloc(4096), 0, 4096};
-    ck_assert_ptr_nonnull(b.s);
-    uint32_t cap = layers * width * 3 + 8, nt = 0, *layer_of = calloc(cap, sizeof *layer_of);
-    uint8_t *read = calloc(cap, 1);
-    ck_assert(layer_of && read);
-    sb_printf(&b, "{\"format\": \"remat-graph\", \"version\": 1, \"name\": \"rand%llu\",",
-              (unsigned long long)seed);
-    sb_printf(&b, " \"inputs\": [{\"id\": \"x\", \"bytes\": %u}], \"params\": [", 64 + below(&x, 512));
-    uint32_t n_params = 1 + below(&x, 3);
-    for (uint32_t p = 0; p < n_params; p++)
-        sb_printf(&b, "%s{\"id\": \"w%u\", \"bytes\": %u}", p ? ", " : "", p, 64 + below(&x, 256));
-    sb_printf(&b, "], \"ops\": [");
-    /* Tensor names: t<i>; layer_of[i] = layer + 1 (0 for none yet). */
-    uint32_t op_id = 0;
-    for (uint32_t L = 0; L < layers; L++) {
-        uint32_t w = 1 + below(&x, width);
-        for (uint32_t j = 0; j < w; j++, op_id++) {
-            /* Candidate inputs: tensors of layers L-1 and L-2 (never this
-             * layer's, to keep the DAG layered), else x. */
-            uint32_t pool[64], np = 0;
-            for (uint32_t t = 0; t < nt && np < 64; t++)
-                if (layer_of[t] + 2 >= L + 1 && layer_of[t] <= L)
-                    pool[np++] = t;
-            uint32_t n_in = 1 + below(&x, 3), in[4], k = 0;
-            char names[4][16];
-            for (uint32_t i = 0; i < n_in; i++) {
-                int dup = 0;
-                if (np == 0 || below(&x, 6) == 0) {
-                    snprintf(names[k], sizeof names[k], below(&x, 2) ? "x" : "w%u", below(&x, n_params));
-                    in[k] = UINT32_MAX;
-                } else {
-                    in[k] = pool[below(&x, np)];
-                    snprintf(names[k], sizeof names[k], "t%u", in[k]);
-                }
-                for (uint32_t q = 0; q < k; q++)
-                    dup |= strcmp(names[q], names[k]) == 0;
-                if (!dup) {
-                    if (in[k] != UINT32_MAX)
-                        read[in[k]] = 1;
-                    k++;
-                }
-            }
-            /* Every op reads a param now and then so gradients flow widely. */
-            if (below(&x, 3) == 0) {
-                snprintf(names[k], sizeof names[k], "w%u", below(&x, n_params));
-                int dup = 0;
-                for (uint32_t q = 0; q < k; q++)
-                    dup |= strcmp(names[q], names[k]) == 0;
-                if (!dup)
-                    in[k++] = UINT32_MAX;
-            }
-            sb_printf(&b, "%s{\"id\": \"o%u\", \"op\": \"f\", \"inputs\": [", op_id ? ", " : "", op_id);
-            for (uint32_t i = 0; i < k; i++)
-                sb_printf(&b, "%s\"%s\"", i ? ", " : "", names[i]);
-            sb_printf(&b, "]");
-            uint32_t kind = below(&x, 8), first = nt;
-            if (kind == 0) { /* a view of its first input */
-                sb_printf(&b, ", \"outputs\": [{\"id\": \"t%u\", \"alias_of\": \"%s\"}], \"flops\": 0, \"saves\": []",
-                          nt, names[0]);
-                layer_of[nt++] = L + 1;
-            } else {
-                uint32_t n_out = kind == 1 ? 2 + below(&x, 2) : 1;
-                sb_printf(&b, ", \"outputs\": [");
-                for (uint32_t o = 0; o < n_out; o++) {
-                    sb_printf(&b, "%s{\"id\": \"t%u\", \"bytes\": %u}", o ? ", " : "", nt, 16 + below(&x, 4096));
-                    layer_of[nt++] = L + 1;
-                }
-                sb_printf(&b, "], \"flops\": %u", 1 + below(&x, 100000));
-                switch (below(&x, 4)) {
-                case 0: sb_printf(&b, ", \"saves\": []"); break;
-                case 1: sb_printf(&b, ", \"saves\": [\"t%u\"]", first); break;
-                case 2: /* its first input and some earlier tensor */
-                    if (first > 0) {
-                        char extra[16];
-                        snprintf(extra, sizeof extra, "t%u", below(&x, first));
-                        if (strcmp(extra, names[0]) != 0) {
-                            sb_printf(&b, ", \"saves\": [\"%s\", \"%s\"]", names[0], extra);
-                            break;
-                        }
-                    }
-                    break;
-                default: break;
-                }
-                if (below(&x, 5) == 0)
-                    sb_printf(&b, ", \"workspace\": %u, \"bwd_workspace\": %u", below(&x, 2048), below(&x, 2048));
-                if (below(&x, 15) == 0)
-                    sb_printf(&b, ", \"recomputable\": false");
-            }
-            sb_printf(&b, "}");
-        }
-    }
-    sb_printf(&b, ", {\"id\": \"loss\", \"op\": \"sum\", \"inputs\": [");
-    int any = 0;
-    for (uint32_t t = 0; t < nt; t++)
-        if (!read[t]) {
-            sb_printf(&b, "%s\"t%u\"", any ? ", " : "", t);
-            any = 1;
-        }
-    if (!any)
-        sb_printf(&b, "\"t%u\"", nt - 1);
-    sb_printf(&b, "], \"bytes\": 8, \"flops\": 1, \"saves\": []}], \"outputs\": [\"loss\"]}");
-    free(layer_of);
-    free(read);
-    return b.s;
-}
-
-START_TEST(dtr_should_fit_or_name_a_met_budget_on_random_dags)
-{
-    tally tl = {0, 0, 0};
-    unsigned views = 0, multi = 0, fixed = 0;
-    for (uint64_t seed = 1; seed <= 24; seed++) {
-        char *json = random_graph(seed * 7919, 3 + (uint32_t)(seed % 6), 2 + (uint32_t)(seed % 4));
-        remat_graph *g;
-        remat_analysis *a = t_analyze(json, &g);
-        for (uint32_t t = 0; t < g->n_tensors; t++)
-            views += g->tensors[t].alias_of != REMAT_NONE;
-        for (uint32_t k = 0; k < g->n_ops; k++) {
-            multi += g->ops[k].n_out > 1;
-            fixed += !g->ops[k].recomputable;
-        }
-        check_graph(a, &tl);
-        /* The ledger's extras count in a total budget exactly as replay
-         * counts them (DTR's own peak check would fail otherwise). */
-        remat_exec_extras ex;
-        memset(&ex, 0, sizeof ex);
-        ex.optimizer_state = 1000;
-        ex.master_weights = 200;
-        ex.frozen_copies = 300;
-        ex.comm_buffers = 50;
-        ex.optimizer_workspace = 700;
-        ex.workspace = 64;
-        uint64_t sa;
-        store_all_figures(a, REMAT_BUDGET_TOTAL, &sa);
-        plan_and_check(a, REMAT_BUDGET_TOTAL, sa + 2314 - sa / 8, "h_dtr", &ex, NULL, &tl);
-        plan_and_check(a, REMAT_BUDGET_ACTIVATION, 1, "eq", &ex, NULL, &tl);
-        remat_analysis_destroy(a);
-        remat_graph_destroy(g);
-        free(json);
-    }
-    /* The generator made what it promises, and the test was not vacuous. */
-    ck_assert_uint_gt(views, 0);
-    ck_assert_uint_gt(multi, 0);
-    ck_assert_uint_gt(fixed, 0);
-    ck_assert_uint_gt(tl.made, 0);
-    ck_assert_uint_gt(tl.rebuilt, 0);
-    ck_assert_uint_gt(tl.infeasible, 0);
-}
-END_TEST
-
-/* Numerically, every tensor DTR rebuilds (multi-output ops, views) is bit
- * for bit what its first computation produced. */
-START_TEST(dtr_should_rebuild_bit_exact_tensors)
-{
-    unsigned checked = 0;
-    for (uint64_t seed = 1; seed <= 8; seed++) {
-        char *json = random_graph(seed * 104729, 4 + (uint32_t)(seed % 4), 3);
-        remat_graph *g;
-        remat_analysis *a = t_analyze(json, &g);
-        uint64_t sa;
-        store_all_figures(a, REMAT_BUDGET_ACTIVATION, &sa);
-        remat_plan plan;
-        if (plan_and_check(a, REMAT_BUDGET_ACTIVATION, sa * 6 / 10, NULL, NULL, &plan, NULL) == REMAT_OK) {
-            remat_numeric_result nr;
-            remat_err err;
-            remat_err_init(&err);
-            ck_assert_int_eq(remat_numeric_replay(a, &plan.schedule, 1, &nr, &err), REMAT_OK);
-            ck_assert_msg(nr.verified, "%s: %s", g->name, err.msg);
-            checked += (unsigned)nr.recomputed_tensors_checked;
-            remat_numeric_result_destroy(&nr);
-            remat_plan_destroy(&plan);
-        }
-        remat_analysis_destroy(a);
-        remat_graph_destroy(g);
-        free(json);
-    }
-    ck_assert_uint_gt(checked, 0);
-}
-END_TEST
-
-/* A chain long enough that the candidates outnumber the scan, so victims
- * come from a sample: still valid and within budget. */
-START_TEST(dtr_should_stay_valid_when_it_samples_candidates)
-{
-    sbuf b = {malloc(4096), 0, 4096};
-    ck_assert_ptr_nonnull(b.s);
-    const uint32_t n = 6000;
-    sb_printf(&b, "{\"format\": \"remat-graph\", \"version\": 1, \"name\": \"long\","
-                  " \"inputs\": [{\"id\": \"x\", \"bytes\": 64}], \"params\": [{\"id\": \"w\", \"bytes\": 64}],"
-                  " \"ops\": [{\"id\": \"t0\", \"op\": \"f\", \"inputs\": [\"x\", \"w\"], \"bytes\": 64, \"flops\": 9}");
-    uint64_t x = 42;
-    for (uint32_t i = 1; i < n; i++)
-        sb_printf(&b, ", {\"id\": \"t%u\", \"op\": \"f\", \"inputs\": [\"t%u\"], \"bytes\": %u, \"flops\": %u}", i,
-                  i - 1, 64 + below(&x, 64), 1 + below(&x, 100));
-    sb_printf(&b, "], \"outputs\": [\"t%u\"]}", n - 1);
-    remat_graph *g;
-    remat_analysis *a = t_analyze(b.s, &g);
-    uint64_t sa;
-    store_all_figures(a, REMAT_BUDGET_ACTIVATION, &sa);
-    tally tl = {0, 0, 0};
-    ck_assert_int_eq(plan_and_check(a, REMAT_BUDGET_ACTIVATION, sa / 2, "local", NULL, NULL, &tl), REMAT_OK);
-    ck_assert_uint_eq(tl.rebuilt, 1);
-    remat_analysis_destroy(a);
-    remat_graph_destroy(g);
-    free(b.s);
-}
-END_TEST
-
 /* ---- 3. Errors ----------------------------------------------------------- */
 
 START_TEST(dtr_should_refuse_an_unknown_score)
@@ -756,9 +501,7 @@ Suite *dtr_suite(void)
     suite_add_tcase(s, hand);
     TCase *many = tcase_create("guarantees");
     tcase_add_test(many, dtr_should_fit_or_name_a_met_budget_on_every_bundled_graph);
-    tcase_add_test(many, dtr_should_fit_or_name_a_met_budget_on_random_dags);
-    tcase_add_test(many, dtr_should_stay_valid_when_it_samples_candidates);
-    tcase_add_test(many, dtr_should_rebuild_bit_exact_tensors);
+    dtr_random_tests(many);
     tcase_set_timeout(many, 300);
     suite_add_tcase(s, many);
     return s;

@@ -122,17 +122,7 @@ END_TEST
  * device 0 holds min(2, M), GPipe M. */
 static remat_graph *chain8(void)
 {
-    remat_gen_opts o;
-    remat_gen_opts_init(&o, REMAT_GEN_CHAIN);
-    o.ops = 8;
-    o.param_bytes = 1024;
-    remat_err err;
-    remat_err_init(&err);
-    char *json = remat_gen_json(&o, NULL, &err);
-    ck_assert_ptr_nonnull(json);
-    remat_graph *g = t_load(json);
-    remat_free(json);
-    return g;
+    return t_gen_chain(8, 1024);
 }
 
 static void plan_chain(const remat_analysis *a, remat_pp_kind kind, uint32_t M, uint64_t budget, remat_pp_result *r,

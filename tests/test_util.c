@@ -16,6 +16,26 @@ remat_graph *t_load(const char *json)
     return g;
 }
 
+remat_graph *t_gen(const remat_gen_opts *o)
+{
+    remat_err err;
+    remat_err_init(&err);
+    char *json = remat_gen_json(o, NULL, &err);
+    ck_assert_msg(json != NULL, "gen failed: %s", err.msg);
+    remat_graph *g = t_load(json);
+    remat_free(json);
+    return g;
+}
+
+remat_graph *t_gen_chain(uint32_t ops, uint64_t param_bytes)
+{
+    remat_gen_opts o;
+    remat_gen_opts_init(&o, REMAT_GEN_CHAIN);
+    o.ops = ops;
+    o.param_bytes = param_bytes;
+    return t_gen(&o);
+}
+
 remat_analysis *t_analyze(const char *json, remat_graph **g)
 {
     *g = t_load(json);

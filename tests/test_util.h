@@ -14,6 +14,12 @@
 remat_graph *t_load(const char *json);
 /* Loads and analyzes; asserts success. */
 remat_analysis *t_analyze(const char *json, remat_graph **g);
+/* Generates a graph with `remat gen`'s options (remat_gen_json) and loads
+ * it; asserts success. */
+remat_graph *t_gen(const remat_gen_opts *o);
+/* The chain of `ops` ops of 1 MiB activations with a param of param_bytes
+ * per op (remat gen chain --ops N --param-bytes B). */
+remat_graph *t_gen_chain(uint32_t ops, uint64_t param_bytes);
 /* Loads JSON text and asserts it fails with `code` and a message containing
  * `substr`. */
 void t_load_fails(const char *json, remat_status code, const char *substr);

@@ -165,7 +165,9 @@ typedef struct remat_pp_stage {
     uint64_t held;             /* one microbatch between its forward and its backward */
     uint64_t running;          /* one microbatch's high-water mark beyond the persistent categories */
     uint64_t recv_bytes, send_bytes; /* activations in from the previous stage, out to the next */
-    uint64_t budget;           /* what its plan was made under (0: no budget) */
+    uint64_t budget;           /* what its plan was made under (0: no budget), */
+    remat_budget_kind budget_kind; /* ... of this kind: TOTAL for one microbatch's whole peak, ACTIVATION
+                                    * when the device's search planned it for its in-flight bytes */
     /* With a device (remat_pp_result.timed), seconds for one microbatch: */
     double fwd_time, bwd_time, recompute_time; /* its FWD, BWD and RECOMPUTE instructions' op times */
     double act_send_time, grad_send_time;      /* SEND of its output activation, of its input gradient */
@@ -188,9 +190,11 @@ typedef struct remat_pp_result {
 } remat_pp_result;
 
 /* Plans every virtual stage (cuts: P*V+1 positions, or NULL to balance by
- * `by`) with o; with a total budget, lowers a device's stage budgets until
- * the device's peak fits (REMAT_EINFEASIBLE naming the device when it
- * cannot). Activation budgets and ledger extras are refused (REMAT_EINVAL).
+ * `by`) with o; with a total budget, a device that its one-microbatch
+ * plans put over it has its stages planned again for its microbatches in
+ * flight (pp_plan.c, fit_device: an activation budget searched, each
+ * candidate judged by the device's peak) until it fits (REMAT_EINFEASIBLE
+ * naming the device when it cannot). Activation budgets and ledger extras are refused (REMAT_EINVAL).
  * With o->device the final plans are timed on it (pp_plan.c: op times per
  * instruction, SEND per boundary tensor) and the timeline is in seconds;
  * an op the device cannot time is REMAT_EGRAPH naming the stage's op.

@@ -291,7 +291,8 @@ remat_status remat_pp_plan_load_json(const remat_analysis *a, const char *text, 
         cJSON_free(doc);
         if (s != REMAT_OK)
             break;
-        st->budget = st->plan.budget_kind == REMAT_BUDGET_TOTAL ? st->plan.budget : 0;
+        st->budget_kind = st->plan.budget_kind;
+        st->budget = st->plan.budget_kind != REMAT_BUDGET_NONE ? st->plan.budget : 0;
         s = remat_replay(sg[v].a, &st->plan.schedule, &st->extras, NULL, &st->replay, err);
         if (s == REMAT_OK && !st->replay.valid) {
             char msg[sizeof err->msg];

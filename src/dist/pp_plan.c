@@ -21,9 +21,10 @@
  * device, how many microbatches of each of its chunks are held by others;
  * the device's peak is its chunks' persistent bytes plus the largest
  * "held by others + running" over its events. Under a total budget a
- * device whose peak is over is replanned at the largest stage budget that
- * makes it fit, found by bisection (about 12 plans per device): the
- * planner is exact about one microbatch, the bisection about the rest.
+ * device whose peak is over is planned again for that figure (fit_device):
+ * its stages under the activation budget that the search finds, each
+ * candidate judged by the device's peak, so what the search accepts is
+ * what the simulation gives.
  *
  * With a device (o->device), the final plans are timed: a stage's forward
  * is the sum of its FWD instructions' op times (remat/time.h: measured
@@ -119,7 +120,7 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     remat_plan_options o = *base;
     o.extras = st->extras;
     if (st->budget) {
-        o.budget_kind = REMAT_BUDGET_TOTAL;
+        o.budget_kind = st->budget_kind;
         o.budget = st->budget;
     } else {
         o.budget_kind = REMAT_BUDGET_NONE;
@@ -308,6 +309,149 @@ remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const r
     return REMAT_OK;
 }
 
+/* Plans device d's chunks at (kind, b): *peak gets the device's figure, or
+ * UINT64_MAX when a chunk's planner cannot reach b; *extra the chunks'
+ * recomputed FLOPs. */
+static remat_status try_device(remat_pp_result *r, const stage_graph *sg, const remat_plan_options *o, uint32_t d,
+                               remat_budget_kind kind, uint64_t b, uint64_t *counts, double *bwd, uint64_t *peak,
+                               uint64_t *extra, remat_err *err)
+{
+    const uint32_t P = r->config.stages, V = r->config.chunks;
+    *peak = UINT64_MAX;
+    *extra = 0;
+    for (uint32_t ch = 0; ch < V; ch++) {
+        uint32_t v = ch * P + d;
+        r->stages[v].budget = b;
+        r->stages[v].budget_kind = kind;
+        remat_status s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
+        if (s == REMAT_EINFEASIBLE) {
+            remat_err_init(err);
+            return REMAT_OK;
+        }
+        if (s != REMAT_OK)
+            return s;
+        if (!remat_u64_add(*extra, r->stages[v].replay.flops_recompute, extra))
+            *extra = UINT64_MAX - 1; /* saturates, still below "none yet" */
+    }
+    *peak = device_peak(r, d, counts);
+    return REMAT_OK;
+}
+
+/* Moves device d's chunks' plans (and what was measured of them) between
+ * r and keep, so the best candidate survives the search without planning
+ * it again (a planner with a time limit need not repeat its answer). */
+static void swap_device(remat_pp_result *r, uint32_t d, remat_pp_stage *keep, double *bwd, double *keep_bwd)
+{
+    const uint32_t P = r->config.stages, V = r->config.chunks;
+    for (uint32_t ch = 0; ch < V; ch++) {
+        remat_pp_stage t = r->stages[ch * P + d];
+        r->stages[ch * P + d] = keep[ch];
+        keep[ch] = t;
+        double x = bwd[ch * P + d];
+        bwd[ch * P + d] = keep_bwd[ch];
+        keep_bwd[ch] = x;
+    }
+}
+
+/* Device d peaks over the budget B with its one-microbatch plans: search
+ * for plans that fit. What a plan of d's stages must satisfy is
+ * device_peak's own rule: persistent + max over d's events of (held bytes
+ * of the microbatches in flight elsewhere + the running one's high-water
+ * mark) <= B, which with one chunk and k microbatches in flight reads
+ *     persistent + (k - 1) * held + running <= B.
+ * The persistent state is there once whatever the plan, and held and
+ * running are activation bytes, so the stages are planned under an
+ * activation budget a (activations, recomputed ones, their gradients,
+ * workspace: the bytes that in-flight microbatches multiply), not under a
+ * total budget for one microbatch, in which the gradients that accumulate
+ * during the backward leave room for activations early in it that the other
+ * microbatches then hold k - 1 times. The search starts at the rule's own
+ * figure for the one-microbatch plans, a = B - persistent - (k - 1) * held,
+ * then bisects a in [0, B - persistent], judging every candidate by
+ * device_peak itself, so the planned figure is the simulated one; it keeps
+ * the fitting candidate with the fewest recomputed FLOPs (planners are not
+ * monotone in held bytes). The total budgets of one microbatch (the earlier
+ * search, the same bisection) are searched too, so the answer never
+ * recomputes more than that search's: on transformers one family or the
+ * other recomputes less. About 2 x 13 plans per device that is over. */
+static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const remat_plan_options *o, uint32_t d,
+                               uint64_t *counts, double *bwd, remat_err *err)
+{
+    const uint32_t P = r->config.stages, V = r->config.chunks;
+    const uint64_t B = o->budget;
+    uint64_t persistent = 0, held = 0;
+    for (uint32_t ch = 0; ch < V; ch++) {
+        /* Saturating: a sum past 2^64 bytes is over any budget anyway. */
+        if (!remat_u64_add(persistent, r->stages[ch * P + d].persistent, &persistent))
+            persistent = UINT64_MAX;
+        if (!remat_u64_add(held, r->stages[ch * P + d].held, &held))
+            held = UINT64_MAX;
+    }
+    remat_pp_stage *keep = remat__calloc(V, sizeof *keep);
+    double *keep_bwd = remat__calloc(V, sizeof *keep_bwd);
+    if (!keep || !keep_bwd) {
+        remat__free(keep);
+        remat__free(keep_bwd);
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning pipeline device %u", d);
+    }
+    /* keep starts as each chunk's stage without a plan: what a swap puts
+     * back in r must still describe the stage (its cut, extras, bytes). */
+    for (uint32_t ch = 0; ch < V; ch++) {
+        keep[ch] = r->stages[ch * P + d];
+        remat_plan_init(&keep[ch].plan);
+        memset(&keep[ch].replay, 0, sizeof keep[ch].replay);
+    }
+    remat_status s = REMAT_OK;
+    uint64_t least = r->device_peak[d], best_extra = UINT64_MAX;
+    const uint32_t others = r->timeline.max_in_flight[d] > 0 ? r->timeline.max_in_flight[d] - 1 : 0;
+    const remat_budget_kind kinds[2] = {REMAT_BUDGET_ACTIVATION, REMAT_BUDGET_TOTAL};
+    for (int f = 0; f < 2 && s == REMAT_OK; f++) {
+        const uint64_t top = kinds[f] == REMAT_BUDGET_TOTAL ? B : (B > persistent ? B - persistent : 0);
+        uint64_t lo = 0, hi = top, seed = 0;
+        if (kinds[f] == REMAT_BUDGET_ACTIVATION) {
+            uint64_t in_flight = 0;
+            int over = !remat_u64_mul(held, others, &in_flight) || in_flight >= top;
+            seed = over ? 0 : top - in_flight;
+        }
+        const uint64_t step = B / 4096 > 0 ? B / 4096 : 1;
+        for (int first = 1; s == REMAT_OK && (first || hi - lo > step); first = 0) {
+            uint64_t mid = first ? seed : lo + (hi - lo) / 2;
+            if (first && !seed)
+                continue;
+            uint64_t peak, extra;
+            s = try_device(r, sg, o, d, kinds[f], mid, counts, bwd, &peak, &extra, err);
+            if (s != REMAT_OK)
+                break;
+            if (peak < least)
+                least = peak;
+            if (peak <= B && extra < best_extra) {
+                best_extra = extra;
+                r->device_peak[d] = peak;
+                swap_device(r, d, keep, bwd, keep_bwd);
+            }
+            /* Fits or cannot be reached: a larger budget recomputes less. */
+            if (peak == UINT64_MAX || peak <= B)
+                lo = mid > lo ? mid : lo;
+            else
+                hi = mid < hi ? mid : hi;
+        }
+    }
+    if (s == REMAT_OK && best_extra == UINT64_MAX)
+        s = remat_err_set(err, REMAT_EINFEASIBLE,
+                          "pipeline device %u: with %u microbatches in flight no plan of its stages fits the "
+                          "budget of %llu B (the least its search reached: %llu B)",
+                          d, r->timeline.max_in_flight[d], (unsigned long long)B, (unsigned long long)least);
+    if (s == REMAT_OK)
+        swap_device(r, d, keep, bwd, keep_bwd);
+    for (uint32_t ch = 0; ch < V; ch++) {
+        remat_plan_destroy(&keep[ch].plan);
+        remat_replay_result_destroy(&keep[ch].replay);
+    }
+    remat__free(keep);
+    remat__free(keep_bwd);
+    return s;
+}
+
 remat_status remat_pp_plan(const remat_analysis *a, const remat_pp_config *c, const uint32_t *cuts,
                            remat_pp_balance by, const remat_plan_options *o, remat_pp_result *r, remat_err *err)
 {
@@ -360,6 +504,7 @@ remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config
         st->device = v % P;
         st->chunk = v / P;
         st->budget = o->budget_kind == REMAT_BUDGET_TOTAL ? o->budget : 0;
+        st->budget_kind = REMAT_BUDGET_TOTAL;
         if (stage_extras)
             st->extras = stage_extras[v];
         s = remat__pp_open_stage(a, st->first, st->end, v, &sg[v], st, err);
@@ -382,53 +527,8 @@ remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config
         goto out;
     for (uint32_t d = 0; d < P && s == REMAT_OK; d++) {
         r->device_peak[d] = device_peak(r, d, counts);
-        if (o->budget_kind != REMAT_BUDGET_TOTAL || r->device_peak[d] <= o->budget)
-            continue;
-        /* Over: search the largest stage budget b (the same for each of the
-         * device's chunks) whose plans make the device fit. A smaller b
-         * recomputes more and holds less, so the device's peak falls as b
-         * does, until the stage cannot reach b at all. */
-        uint64_t lo = 0, hi = o->budget, best = 0, least = r->device_peak[d];
-        const uint64_t step = o->budget / 4096 > 0 ? o->budget / 4096 : 1;
-        while (hi - lo > step && s == REMAT_OK) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            int reached = 1;
-            for (uint32_t ch = 0; ch < V && s == REMAT_OK && reached; ch++) {
-                uint32_t v = ch * P + d;
-                r->stages[v].budget = mid;
-                s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
-                if (s == REMAT_EINFEASIBLE) {
-                    remat_err_init(err);
-                    s = REMAT_OK;
-                    reached = 0;
-                }
-            }
-            if (s != REMAT_OK)
-                break;
-            uint64_t peak = reached ? device_peak(r, d, counts) : UINT64_MAX;
-            if (peak < least)
-                least = peak;
-            if (!reached || peak <= o->budget) {
-                if (reached)
-                    best = mid;
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        if (s == REMAT_OK && !best)
-            s = remat_err_set(err, REMAT_EINFEASIBLE,
-                              "pipeline device %u: with %u microbatches in flight no plan of its stages fits the "
-                              "budget of %llu B (the least its search reached: %llu B)",
-                              d, r->timeline.max_in_flight[d], (unsigned long long)o->budget,
-                              (unsigned long long)least);
-        for (uint32_t ch = 0; ch < V && s == REMAT_OK; ch++) {
-            uint32_t v = ch * P + d;
-            r->stages[v].budget = best;
-            s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
-        }
-        if (s == REMAT_OK)
-            r->device_peak[d] = device_peak(r, d, counts);
+        if (o->budget_kind == REMAT_BUDGET_TOTAL && r->device_peak[d] > o->budget)
+            s = fit_device(r, sg, o, d, counts, bwd, err);
     }
     if (s != REMAT_OK)
         goto out;

@@ -34,14 +34,16 @@ remat_status remat__builder_init(remat_builder *b, const remat_analysis *a, rema
     b->stack = remat__array(stack_n, sizeof *b->stack);
     b->chain = remat__array(no, sizeof *b->chain);
     b->live = remat__calloc(no, 1);
+    b->res0 = remat__calloc(nt, 1);
+    b->rem0 = remat__array(nt, sizeof *b->rem0);
     if (!b->res || !b->fwd_done || !b->pin || !b->rem || !b->in_chain || !b->last_read || !b->stack || !b->chain ||
-        !b->live) {
+        !b->live || !b->res0 || !b->rem0) {
         remat__builder_destroy(b);
         return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
     }
     for (uint32_t t = 0; t < g->n_tensors; t++) {
-        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
-        b->rem[t] = a->saver_off[t + 1] - a->saver_off[t];
+        b->res0[t] = b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
+        b->rem0[t] = b->rem[t] = a->saver_off[t + 1] - a->saver_off[t];
     }
     /* An op is live when something it makes is a graph output, is saved by
      * a backward step or is read by a live op: one sweep against forward
@@ -67,10 +69,8 @@ void remat__builder_reset(remat_builder *b, remat_schedule *out)
     b->out = out;
     b->shadow = NULL;
     b->ndiff = 0;
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        b->res[t] = g->tensors[t].kind != REMAT_TENSOR_ACTIVATION;
-        b->rem[t] = b->a->saver_off[t + 1] - b->a->saver_off[t];
-    }
+    memcpy(b->res, b->res0, g->n_tensors ? g->n_tensors : 1);
+    memcpy(b->rem, b->rem0, (g->n_tensors ? g->n_tensors : 1) * sizeof *b->rem);
     memset(b->fwd_done, 0, g->n_ops ? g->n_ops : 1);
     memset(b->pin, 0, g->n_tensors ? g->n_tensors : 1);
 }
@@ -86,8 +86,10 @@ void remat__builder_destroy(remat_builder *b)
     remat__free(b->stack);
     remat__free(b->chain);
     remat__free(b->live);
-    b->res = b->fwd_done = b->pin = b->live = NULL;
-    b->rem = b->in_chain = b->last_read = b->stack = b->chain = NULL;
+    remat__free(b->res0);
+    remat__free(b->rem0);
+    b->res = b->fwd_done = b->pin = b->live = b->res0 = NULL;
+    b->rem = b->in_chain = b->last_read = b->stack = b->chain = b->rem0 = NULL;
 }
 
 remat_status remat__builder_forward(remat_builder *b, uint32_t op)

@@ -27,6 +27,10 @@ typedef struct remat_builder {
     uint32_t *last_read;
     uint32_t *stack, *chain;
     uint8_t *live;      /* op: something it makes reaches an output, a save or a live op */
+    /* res and rem as reset leaves them: copied, not re-derived from the
+     * tensor records (the incremental policy resets once per candidate). */
+    uint8_t *res0;
+    uint32_t *rem0;
     uint32_t stamp;
     /* The incremental policy (policy.c): another schedule's residency at
      * the same point, and the number of tensors where res differs from it;

@@ -73,6 +73,8 @@ struct remat__policy {
     uint32_t n_acts;
     uint32_t *acts, *fwd_free, *dep_off, *dep;
     uint8_t *forced;     /* activation whose producer cannot be recomputed: always kept */
+    uint8_t *act;        /* tensor is an activation: prepare's pass over every tensor reads this dense
+                          * copy, not the tensor records (a cache line each) */
 };
 
 /* The keep-independent tables of prepare (see the struct), in need_end's
@@ -103,7 +105,8 @@ static remat_status tables(remat__policy *P)
     P->dep = remat__array(n_dep ? n_dep : 1, sizeof *P->dep);
     P->fwd_free = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *P->fwd_free);
     P->forced = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
-    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced)
+    P->act = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced || !P->act)
         return REMAT_ENOMEM;
     uint32_t k = 0, d = 0;
     for (uint32_t i = g->n_ops; i-- > 0;) {
@@ -129,6 +132,7 @@ static remat_status tables(remat__policy *P)
         const remat_tensor *T = &g->tensors[t];
         if (T->kind != REMAT_TENSOR_ACTIVATION)
             continue;
+        P->act[t] = 1;
         P->fwd_free[t] = a->is_output[t] ? g->n_ops - 1 : remat__later_step(a->life[t].birth, a->life[t].last_fwd_use);
         P->forced[t] = !g->ops[T->producer].recomputable;
     }
@@ -161,7 +165,7 @@ static void prepare(remat__policy *P, const uint8_t *keep)
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         P->fstep[t] = UINT32_MAX;
         P->fpin[t] = 0;
-        if (g->tensors[t].kind != REMAT_TENSOR_ACTIVATION)
+        if (!P->act[t])
             continue;
         const int pin = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
         P->fstep[t] = pin ? P->need_end[t] : P->fwd_free[t];
@@ -247,6 +251,7 @@ static void free_arrays(remat__policy *P)
     remat__free(P->dep_off);
     remat__free(P->dep);
     remat__free(P->forced);
+    remat__free(P->act);
 }
 
 remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)

@@ -89,6 +89,8 @@ struct remat__delta {
     uint32_t *touch_off, *touch; /* storage -> the base's instructions that touch it (CSR, nt + 1 offsets) */
     size_t touch_cap;
     uint32_t *members_off, *members; /* storage -> its tensors (itself and its views) */
+    uint32_t *stor;          /* tensor -> its storage: a dense copy for the passes over every
+                              * tensor or touch (a tensor record is a cache line of its own) */
     uint32_t *mark;          /* storage -> epoch it was put in D */
     uint32_t epoch;
     uint32_t dset[D_MAX];
@@ -149,13 +151,16 @@ remat_status remat__delta_create(const remat_analysis *a, const remat_exec_extra
         d->members_off = remat__calloc(d->nt + 1, sizeof *d->members_off);
         d->members = remat__array(d->nt, sizeof *d->members);
         d->mark = remat__calloc(d->nt, sizeof *d->mark);
-        if (!d->pos_fwd || !d->pos_bwd || !d->touch_off || !d->members_off || !d->members || !d->mark)
+        d->stor = remat__array(d->nt, sizeof *d->stor);
+        if (!d->pos_fwd || !d->pos_bwd || !d->touch_off || !d->members_off || !d->members || !d->mark || !d->stor)
             st = remat_err_set(err, REMAT_ENOMEM, "out of memory setting up the replay");
     }
     if (st == REMAT_OK) {
         /* Each storage's tensors, by a counting sort on the storage. */
-        for (uint32_t t = 0; t < g->n_tensors; t++)
+        for (uint32_t t = 0; t < g->n_tensors; t++) {
+            d->stor[t] = g->tensors[t].storage;
             d->members_off[g->tensors[t].storage + 1]++;
+        }
         for (size_t t = 0; t < d->nt; t++)
             d->members_off[t + 1] += d->members_off[t];
         for (uint32_t t = 0; t < g->n_tensors; t++)
@@ -190,6 +195,7 @@ void remat__delta_destroy(remat__delta *d)
     remat__free(d->members_off);
     remat__free(d->members);
     remat__free(d->mark);
+    remat__free(d->stor);
     remat_schedule_destroy(&d->base);
     remat_replay_cursor_destroy(d->c);
     remat__free(d);
@@ -324,7 +330,7 @@ static void touch_pass(remat__delta *d, int fill)
             n1 = 1;
         }
         for (uint32_t k = 0; k < n1 + n2; k++) {
-            uint32_t st = g->tensors[k < n1 ? l1[k] : l2[k - n1]].storage;
+            uint32_t st = d->stor[k < n1 ? l1[k] : l2[k - n1]];
             if (fill)
                 d->touch[d->touch_off[st]++] = (uint32_t)i;
             else
@@ -563,8 +569,21 @@ static remat_status try_jump(remat__delta *d, const remat_schedule *s, size_t q,
         d->epoch = 1;
     }
     uint32_t nd = 0, nmem = 0;
+    /* By blocks: a block whose residency, counts and categories all equal
+     * the snapshot's holds no difference (most of them; a candidate
+     * differs from the base in a few storages). */
+    enum { BLOCK = 64 };
     for (uint32_t t = 0; t < g->n_tensors; t++) {
-        uint32_t st = g->tensors[t].storage;
+        if (t % BLOCK == 0) {
+            const uint32_t nk = g->n_tensors - t < BLOCK ? g->n_tensors - t : BLOCK;
+            if (memcmp(c->res + t, S->flags + t, nk) == 0 && memcmp(c->ever + t, S->flags + nt + t, nk) == 0 &&
+                memcmp(c->cnt + t, S->counts + t, nk * sizeof *c->cnt) == 0 &&
+                memcmp(c->cat + t, S->flags + 3 * nt + t, nk) == 0) {
+                t += nk - 1;
+                continue;
+            }
+        }
+        uint32_t st = d->stor[t];
         int differs = c->res[t] != S->flags[t] || c->ever[t] != S->flags[nt + t];
         if (st == t)
             differs |= c->cnt[t] != S->counts[t] || ((c->cnt[t] || S->counts[t]) && c->cat[t] != S->flags[3 * nt + t]);

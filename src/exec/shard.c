@@ -421,6 +421,16 @@ static size_t collect(builder *B, remat_instr in, size_t at)
  * the params still to be written (bucket_left). Both collective builders
  * (DeepSpeed/DDP here, FSDP in shard_fsdp.c) reduce a bucket when its count
  * reaches 0; left and bucket_left must start zeroed. */
+/* Whether input j of a list is its first occurrence: an op that reads a
+ * param twice writes its gradient once. */
+static int first_read(const uint32_t *inp, uint32_t j)
+{
+    for (uint32_t q = 0; q < j; q++)
+        if (inp[q] == inp[j])
+            return 0;
+    return 1;
+}
+
 void remat__shard_count_writers(const remat_sharding *sh, const remat_schedule *in, uint32_t *left,
                                 uint64_t *bucket_left)
 {
@@ -432,13 +442,31 @@ void remat__shard_count_writers(const remat_sharding *sh, const remat_schedule *
         const uint32_t *inp = remat_op_inputs(g, op);
         for (uint32_t j = 0; j < op->n_in; j++) {
             uint32_t t = inp[j];
-            int dup = 0;
-            for (uint32_t q = 0; q < j && !dup; q++)
-                dup = inp[q] == t;
-            if (!dup && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
+            if (first_read(inp, j) && sh->bucket_of[t] != REMAT_NONE && left[t]++ == 0)
                 bucket_left[sh->bucket_of[t]]++;
         }
     }
+}
+
+uint32_t remat__shard_ready_buckets(const remat_sharding *sh, remat_instr I, uint32_t *left, uint64_t *bucket_left,
+                                    uint32_t *ready)
+{
+    const remat_graph *g = sh->a->g;
+    uint32_t n = 0;
+    if (I.kind != REMAT_I_BWD || I.arg >= g->n_ops)
+        return 0;
+    const remat_op *op = &g->ops[I.arg];
+    const uint32_t *inp = remat_op_inputs(g, op);
+    for (uint32_t j = 0; j < op->n_in; j++) {
+        uint32_t t = inp[j], b = sh->bucket_of[t];
+        /* left[t] == 0: every write of t is counted down already, so its
+         * bucket was reduced; a further write reduces nothing again. */
+        if (!first_read(inp, j) || b == REMAT_NONE || left[t] == 0)
+            continue;
+        if (--left[t] == 0 && --bucket_left[b] == 0)
+            ready[n++] = b;
+    }
+    return n;
 }
 
 remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule *in, remat_schedule *out,
@@ -464,6 +492,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     B.gathered = remat__calloc(no, 1);
     uint32_t *left = remat__calloc(nt, sizeof *left);               /* per param: BWDs still to write it */
     uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
+    uint32_t *ready = remat__array(sh->n_buckets ? sh->n_buckets : 1, sizeof *ready); /* one BWD's reduced buckets */
     int reuse = cfg->stage == 3 && cfg->max_reuse_elements > 0;
     if (reuse) {
         B.next_use = remat__array(cap ? cap : 1, sizeof *B.next_use);
@@ -471,7 +500,7 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     }
     size_t *seen_at = reuse ? remat__array(no, sizeof *seen_at) : NULL;
     remat_status st = REMAT_OK;
-    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left ||
+    if (!B.uoff || !B.units || !B.gathered || !left || !bucket_left || !ready ||
         (reuse && (!B.next_use || !B.before || !seen_at)))
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
     if (st == REMAT_OK) {
@@ -546,20 +575,9 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
                 st = push(&B, REMAT_I_RELEASE, u, err);
             }
         }
-        if (I.kind == REMAT_I_BWD && I.arg < g->n_ops) {
-            const remat_op *op = &g->ops[I.arg];
-            const uint32_t *inp = remat_op_inputs(g, op);
-            for (uint32_t j = 0; j < op->n_in && st == REMAT_OK; j++) {
-                uint32_t t = inp[j], b = sh->bucket_of[t];
-                int dup = 0;
-                for (uint32_t q = 0; q < j && !dup; q++)
-                    dup = inp[q] == t;
-                if (dup || b == REMAT_NONE || left[t] == 0)
-                    continue;
-                if (--left[t] == 0 && --bucket_left[b] == 0)
-                    st = push(&B, cfg->stage == 0 ? REMAT_I_ALLREDUCE : REMAT_I_REDUCE_SCATTER, b, err);
-            }
-        }
+        uint32_t n_ready = st == REMAT_OK ? remat__shard_ready_buckets(sh, I, left, bucket_left, ready) : 0;
+        for (uint32_t k = 0; k < n_ready && st == REMAT_OK; k++)
+            st = push(&B, cfg->stage == 0 ? REMAT_I_ALLREDUCE : REMAT_I_REDUCE_SCATTER, ready[k], err);
     }
     if (st == REMAT_OK && !opt_seen)
         st = push(&B, REMAT_I_OPT, 0, err);
@@ -588,5 +606,6 @@ remat_status remat_schedule_shard(const remat_sharding *sh, const remat_schedule
     remat__free(B.gathered);
     remat__free(left);
     remat__free(bucket_left);
+    remat__free(ready);
     return st;
 }

@@ -101,9 +101,10 @@ remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_sc
     uint8_t *seen[2] = {remat__calloc(no, 1), remat__calloc(no, 1)};
     uint32_t *left = remat__calloc(nt, sizeof *left);
     uint64_t *bucket_left = remat__calloc(sh->n_buckets ? sh->n_buckets : 1, sizeof *bucket_left);
+    uint32_t *ready = remat__array(sh->n_buckets ? sh->n_buckets : 1, sizeof *ready); /* one BWD's reduced buckets */
     remat_status st = REMAT_OK;
     if (!B.gathered || !uoff || !units || !last[0] || !last[1] || !next[0] || !next[1] || !seen[0] || !seen[1] ||
-        !left || !bucket_left)
+        !left || !bucket_left || !ready)
         st = remat_err_set(err, REMAT_ENOMEM, "out of memory inserting collectives");
     if (st == REMAT_OK) {
         /* Per unit and phase: its last reader, and the unit whose hook runs
@@ -174,20 +175,9 @@ remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_sc
                 !seen[1][v] && !B.gathered[v])
                 st = emit(&B, REMAT_I_ALLGATHER, v, err);
         }
-        if (I.kind == REMAT_I_BWD && i < n && I.arg < g->n_ops) {
-            const remat_op *op = &g->ops[I.arg];
-            const uint32_t *inp = remat_op_inputs(g, op);
-            for (uint32_t j = 0; j < op->n_in && st == REMAT_OK; j++) {
-                uint32_t t = inp[j], b = sh->bucket_of[t];
-                int dup = 0;
-                for (uint32_t q = 0; q < j && !dup; q++)
-                    dup = inp[q] == t;
-                if (dup || b == REMAT_NONE || left[t] == 0)
-                    continue;
-                if (--left[t] == 0 && --bucket_left[b] == 0)
-                    st = emit(&B, REMAT_I_REDUCE_SCATTER, b, err);
-            }
-        }
+        uint32_t n_ready = st == REMAT_OK && i < n ? remat__shard_ready_buckets(sh, I, left, bucket_left, ready) : 0;
+        for (uint32_t k = 0; k < n_ready && st == REMAT_OK; k++)
+            st = emit(&B, REMAT_I_REDUCE_SCATTER, ready[k], err);
     }
     remat__free(B.gathered);
     remat__free(uoff);
@@ -199,5 +189,6 @@ remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_sc
     }
     remat__free(left);
     remat__free(bucket_left);
+    remat__free(ready);
     return st;
 }

@@ -33,4 +33,12 @@ remat_status remat__schedule_shard_fsdp(const remat_sharding *sh, const remat_sc
 void remat__shard_count_writers(const remat_sharding *sh, const remat_schedule *in, uint32_t *left,
                                 uint64_t *bucket_left);
 
+/* At instruction I of that schedule (anything but a BWD step does
+ * nothing): counts its gradient writes down in left and bucket_left and
+ * writes to ready, in the order of the op's inputs, the buckets whose last
+ * gradient it wrote, which the builder then reduces; returns how many. ready
+ * has room for sh->n_buckets (a bucket is ready once). O(inputs^2). */
+uint32_t remat__shard_ready_buckets(const remat_sharding *sh, remat_instr I, uint32_t *left, uint64_t *bucket_left,
+                                    uint32_t *ready);
+
 #endif

@@ -280,7 +280,12 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     size_t n_heuristic = with_dtr ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_AUTO_LADDER, 0, heuristic) : 0;
     for (size_t i = 0; i < n_heuristic; i++) {
         remat_plan_init(&cand);
+        /* Only a fitting plan is offered: DTR's search for the budget it
+         * would meet (4 x 10^6 work units where it does not fit, three
+         * quarters of auto's time on the 101-op layered graph) is moot. */
+        Q->fit_only = 1;
         st = run_candidate(Q, heuristic[i].strategy, &cand, &e, &fk);
+        Q->fit_only = 0;
         if (st == REMAT_OK && remat__fits(Q, &e)) {
             note_tried(S, heuristic[i].strategy);
             remat_eval judged;

@@ -255,6 +255,19 @@ static void fill(remat_chain_dp *D, int fresh, int k, int drop, uint32_t s, uint
         }
         const int32_t wr = D->wq[sp];
         int32_t lo = need < 0 ? 0 : need;
+#if defined(__GNUC__)
+        /* The next split's left rows, (s, s') for s' = sp, lie a row
+         * triangle apart (tri() is t-major) and miss the cache: fetched
+         * ahead, while this split's combine runs (a fifth of chain-dp's
+         * time was the wait for left[W - 1]). */
+        if (sp < t) {
+            const uint64_t *l0 = row(D, 0, 0, drop, s, sp), *l1 = row(D, 0, 1, drop, s, sp);
+            __builtin_prefetch(l0);
+            __builtin_prefetch(l0 + W - 1);
+            __builtin_prefetch(l1);
+            __builtin_prefetch(l1 + W - 1);
+        }
+#endif
         /* k' = 0: x_{s'} freed after the right part, which may drop it. */
         combine(out, lo, W, adv, row(D, fresh, k, 1, sp, t), wr, row(D, 0, 0, drop, s, sp - 1), gain);
         /* k' = 1: x_{s'} kept while stage s'-1 still saves it. */

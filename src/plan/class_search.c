@@ -51,7 +51,7 @@
  *
  * Cost: O(steps x storages) per state for h; states and frontier are
  * bounded by the caller's limits (expansions, states, a deadline).
- * tests/check_exact.c compares the optimum with an independent search,
+ * tests/check_exact_random.c compares the optimum with an independent search,
  * tests/check_bound.c the stopped search's bound with every strategy's
  * replayed plans.
  */

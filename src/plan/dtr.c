@@ -324,7 +324,7 @@ static remat_status search(remat_planner *P, remat_dtr_run *R, int first, int la
                     goto searched;
             }
 searched:
-    if (st == REMAT_OK && (!best->have || !remat__fits(P, &best->e)))
+    if (st == REMAT_OK && !P->fit_only && (!best->have || !remat__fits(P, &best->e)))
         st = smallest_fit(P, R, first, budget, &tmp, best, ef);
     remat_schedule_destroy(&tmp);
     return st;
@@ -391,6 +391,8 @@ remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out)
         st = remat__dtr_run_init(&R, &S, P->err);
     if (st == REMAT_OK)
         st = search(P, &R, first, last, &best, &ef);
+    if (st == REMAT_OK && P->fit_only && (!best.have || !remat__fits(P, &best.e)))
+        st = remat_err_set(P->err, REMAT_EINFEASIBLE, "dtr: no run fits the budget");
     if (st == REMAT_OK)
         st = finish(P, &S, first, last, &best, &ef, out);
     remat_schedule_destroy(&best.sched);

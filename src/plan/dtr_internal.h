@@ -55,6 +55,21 @@ typedef struct remat_dtr_static {
     uint8_t *evictable_release;   /* the same less descendants of fixed outputs (release mode) */
     uint8_t *rebuildable;         /* tensor -> an activation whose producer can be recomputed */
     double *cost;                 /* tensor -> its producer's FLOPs (0 for leaves) */
+    /* The scores' hot loops read these dense copies of what the graph
+     * holds in its tensor and op records (dtr_score.c: a score touches a
+     * few tensors far apart, and each record is a cache line of its own):
+     * each activation's producer, each tensor's bytes, and the share of
+     * its producer's FLOPs that set_evicted moves into its neighbours'
+     * nsum. */
+    uint32_t *prod;
+    uint64_t *bytes, *share;
+    /* Activation t's neighbours that may ever be evicted (rebuildable
+     * activations), with repeats, in FOR_NEIGHBOURS' order: its
+     * producer's inputs at [nb_off[t], nb_mid[t]), its consumers' outputs
+     * at [nb_mid[t], nb_off[t + 1]). No other neighbour is ever evicted or
+     * a candidate, so the scores never read them; nb_deg[t] counts all of
+     * them for the work. */
+    uint32_t *nb_off, *nb_mid, *nb, *nb_deg;
     int has_fixed;                /* some op that cannot be recomputed has an output */
     const remat_replay_observer *obs; /* NULL; a test may watch the runs' replay (set before run_init) */
 } remat_dtr_static;

@@ -134,6 +134,65 @@ static void compute_evictable(remat_dtr_static *S)
         S->evictable_release[t] = S->evictable[t] && !tainted[t];
 }
 
+/* The dense tables of dtr_internal.h (prod, bytes, share, the filtered
+ * neighbour lists). Two passes over the neighbours: count, then fill. */
+static remat_status compute_neighbours(remat_dtr_static *S, remat_err *err)
+{
+    const remat_analysis *a = S->a;
+    const remat_graph *g = S->g;
+    size_t nt = g->n_tensors ? g->n_tensors : 1;
+    S->prod = remat__array(nt, sizeof *S->prod);
+    S->bytes = remat__array(nt, sizeof *S->bytes);
+    S->share = remat__calloc(nt, sizeof *S->share);
+    S->nb_off = remat__calloc(nt + 1, sizeof *S->nb_off);
+    S->nb_mid = remat__calloc(nt, sizeof *S->nb_mid);
+    S->nb_deg = remat__calloc(nt, sizeof *S->nb_deg);
+    if (!S->prod || !S->bytes || !S->share || !S->nb_off || !S->nb_mid || !S->nb_deg)
+        return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
+    uint64_t total = 0;
+    for (int fill = 0; fill < 2; fill++) {
+        uint64_t k = 0;
+        for (uint32_t t = 0; t < g->n_tensors; t++) {
+            const remat_tensor *T = &g->tensors[t];
+            S->prod[t] = T->producer;
+            S->bytes[t] = T->bytes;
+            S->nb_off[t] = (uint32_t)k;
+            S->nb_mid[t] = (uint32_t)k;
+            if (T->kind != REMAT_TENSOR_ACTIVATION)
+                continue;
+            const remat_op *op = &g->ops[T->producer];
+            const uint32_t *in = remat_op_inputs(g, op);
+            uint32_t deg = 0;
+            S->share[t] = op->flops / (op->n_out ? op->n_out : 1);
+            for (uint32_t i = 0; i < op->n_in; i++, deg++)
+                if (S->rebuildable[in[i]]) {
+                    if (fill)
+                        S->nb[k] = in[i];
+                    k++;
+                }
+            S->nb_mid[t] = (uint32_t)k;
+            for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
+                const remat_op *cop = &g->ops[a->cons[c]];
+                const uint32_t *out = remat_op_outputs(g, cop);
+                for (uint32_t j = 0; j < cop->n_out; j++, deg++)
+                    if (S->rebuildable[out[j]]) {
+                        if (fill)
+                            S->nb[k] = out[j];
+                        k++;
+                    }
+            }
+            S->nb_deg[t] = deg;
+            if (k > UINT32_MAX)
+                return remat_err_set(err, REMAT_EOVERFLOW, "dtr: more than 2^32 neighbour entries");
+        }
+        S->nb_off[g->n_tensors] = (uint32_t)k;
+        total = k;
+        if (!fill && !(S->nb = remat__array(total ? total : 1, sizeof *S->nb)))
+            return remat_err_set(err, REMAT_ENOMEM, "out of memory planning dtr");
+    }
+    return REMAT_OK;
+}
+
 remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_options *o, remat_dtr_static *S,
                                      remat_err *err)
 {
@@ -168,7 +227,7 @@ remat_status remat__dtr_static_build(const remat_analysis *a, const remat_plan_o
     compute_evictable(S);
     compute_need_end(S, rebuild_end);
     remat__free(rebuild_end);
-    return REMAT_OK;
+    return compute_neighbours(S, err);
 }
 
 void remat__dtr_static_destroy(remat_dtr_static *S)
@@ -182,6 +241,13 @@ void remat__dtr_static_destroy(remat_dtr_static *S)
     remat__free(S->evictable_release);
     remat__free(S->rebuildable);
     remat__free(S->cost);
+    remat__free(S->prod);
+    remat__free(S->bytes);
+    remat__free(S->share);
+    remat__free(S->nb_off);
+    remat__free(S->nb_mid);
+    remat__free(S->nb);
+    remat__free(S->nb_deg);
     memset(S, 0, sizeof *S);
 }
 

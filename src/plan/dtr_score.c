@@ -32,28 +32,16 @@ static uint32_t next_mark(remat_dtr_run *R)
     return R->stamp;
 }
 
-static int evicted(const remat_dtr_run *R, uint32_t y)
-{
-    return R->ev[y];
-}
-
-/* Calls BODY with y bound to each neighbour of t: the inputs of its
- * producer, and the outputs of its consumers. */
+/* Calls BODY with y bound to each neighbour of t that may ever be
+ * evicted: the inputs of its producer, and the outputs of its consumers,
+ * from the dense lists of dtr_internal.h (the others are never evicted nor
+ * candidates, so no score reads them). */
 #define FOR_NEIGHBOURS(R, t, y, BODY)                                                          \
     do {                                                                                       \
-        const remat_op *op_ = &(R)->g->ops[(R)->g->tensors[t].producer];                       \
-        const uint32_t *in_ = remat_op_inputs((R)->g, op_);                                    \
-        for (uint32_t i_ = 0; i_ < op_->n_in; i_++) {                                          \
-            uint32_t y = in_[i_];                                                              \
+        const uint32_t *nb_ = (R)->S->nb;                                                      \
+        for (uint32_t i_ = (R)->S->nb_off[t]; i_ < (R)->S->nb_off[(t) + 1]; i_++) {            \
+            uint32_t y = nb_[i_];                                                              \
             BODY                                                                               \
-        }                                                                                      \
-        for (uint32_t c_ = (R)->a->cons_off[t]; c_ < (R)->a->cons_off[(t) + 1]; c_++) {        \
-            const remat_op *cop_ = &(R)->g->ops[(R)->a->cons[c_]];                             \
-            const uint32_t *out_ = remat_op_outputs((R)->g, cop_);                             \
-            for (uint32_t j_ = 0; j_ < cop_->n_out; j_++) {                                    \
-                uint32_t y = out_[j_];                                                         \
-                BODY                                                                           \
-            }                                                                                  \
         }                                                                                      \
     } while (0)
 
@@ -137,14 +125,10 @@ remat_status remat__dtr_set_evicted(remat_dtr_run *R, uint32_t t, int on)
     if (R->ev[t] == (uint8_t)on)
         return REMAT_OK;
     R->ev[t] = (uint8_t)on;
-    const remat_op *p = &R->g->ops[R->g->tensors[t].producer];
-    uint64_t share = p->flops / (p->n_out ? p->n_out : 1);
-    uint32_t deg = 0;
-    FOR_NEIGHBOURS(R, t, y, {
-        R->nsum[y] = on ? R->nsum[y] + share : R->nsum[y] - share;
-        deg++;
-    });
-    R->work += deg;
+    /* Modular: a removal subtracts exactly what the insertion added. */
+    const uint64_t share = on ? R->S->share[t] : (uint64_t)0 - R->S->share[t];
+    FOR_NEIGHBOURS(R, t, y, { R->nsum[y] += share; });
+    R->work += R->S->nb_deg[t];
     if (R->score != REMAT_DTR_EQ)
         return REMAT_OK;
     if (!on) {
@@ -174,51 +158,42 @@ remat_status remat__dtr_set_evicted(remat_dtr_run *R, uint32_t t, int on)
  * candidates' own producers not at all. */
 static double neighbourhood_cost(remat_dtr_run *R, uint32_t s)
 {
-    const remat_graph *g = R->g;
-    const remat_analysis *a = R->a;
-    uint32_t mk = next_mark(R), up = 0, down = (uint32_t)g->n_tensors, visits = 0;
+    const remat_dtr_static *S = R->S;
+    const uint32_t *prod = S->prod, *nb = S->nb, *nb_off = S->nb_off, *nb_mid = S->nb_mid;
+    const uint8_t *ev = R->ev;
+    uint32_t *mark = R->mark, *opmark = R->opmark, *dfs = R->dfs;
+    uint32_t mk = next_mark(R), up = 0, down = (uint32_t)R->g->n_tensors, visits = 0;
     double sum = 0;
-    FOR_MEMBERS(R, s, x, { R->opmark[g->tensors[x].producer] = mk; });
+    FOR_MEMBERS(R, s, x, { opmark[prod[x]] = mk; });
     /* Parents are stacked from the bottom of R->dfs, children from the top:
      * each tensor is marked once, so the two never meet. */
 #define VISIT(y, PUSH)                                                                        \
     do {                                                                                       \
-        if (R->mark[y] != mk && evicted(R, y)) {                                               \
-            R->mark[y] = mk;                                                                   \
-            uint32_t p_ = g->tensors[y].producer;                                              \
-            if (R->opmark[p_] != mk) {                                                         \
-                R->opmark[p_] = mk;                                                            \
-                sum += R->S->cost[y];                                                          \
+        if (mark[y] != mk && ev[y]) {                                                          \
+            mark[y] = mk;                                                                      \
+            uint32_t p_ = prod[y];                                                             \
+            if (opmark[p_] != mk) {                                                            \
+                opmark[p_] = mk;                                                               \
+                sum += S->cost[y];                                                             \
             }                                                                                  \
             PUSH;                                                                              \
         }                                                                                      \
     } while (0)
     FOR_MEMBERS(R, s, x, {
-        const remat_op *op = &g->ops[g->tensors[x].producer];
-        const uint32_t *in = remat_op_inputs(g, op);
-        for (uint32_t i = 0; i < op->n_in; i++)
-            VISIT(in[i], R->dfs[up++] = in[i]);
-        for (uint32_t c = a->cons_off[x]; c < a->cons_off[x + 1]; c++) {
-            const remat_op *cop = &g->ops[a->cons[c]];
-            const uint32_t *out = remat_op_outputs(g, cop);
-            for (uint32_t j = 0; j < cop->n_out; j++)
-                VISIT(out[j], R->dfs[--down] = out[j]);
-        }
+        for (uint32_t i = nb_off[x]; i < nb_mid[x]; i++)
+            VISIT(nb[i], dfs[up++] = nb[i]);
+        for (uint32_t i = nb_mid[x]; i < nb_off[x + 1]; i++)
+            VISIT(nb[i], dfs[--down] = nb[i]);
     });
     while (up > 0 && visits < REMAT_DTR_DFS_CAP) {
-        const remat_op *op = &g->ops[g->tensors[R->dfs[--up]].producer];
-        const uint32_t *in = remat_op_inputs(g, op);
-        for (uint32_t i = 0; i < op->n_in; i++)
-            VISIT(in[i], (R->dfs[up++] = in[i], visits++));
+        uint32_t x = dfs[--up];
+        for (uint32_t i = nb_off[x]; i < nb_mid[x]; i++)
+            VISIT(nb[i], (dfs[up++] = nb[i], visits++));
     }
-    while (down < g->n_tensors && visits < REMAT_DTR_DFS_CAP) {
-        uint32_t x = R->dfs[down++];
-        for (uint32_t c = a->cons_off[x]; c < a->cons_off[x + 1]; c++) {
-            const remat_op *cop = &g->ops[a->cons[c]];
-            const uint32_t *out = remat_op_outputs(g, cop);
-            for (uint32_t j = 0; j < cop->n_out; j++)
-                VISIT(out[j], (R->dfs[--down] = out[j], visits++));
-        }
+    while (down < R->g->n_tensors && visits < REMAT_DTR_DFS_CAP) {
+        uint32_t x = dfs[down++];
+        for (uint32_t i = nb_mid[x]; i < nb_off[x + 1]; i++)
+            VISIT(nb[i], (dfs[--down] = nb[i], visits++));
     }
 #undef VISIT
     R->work += visits + 1;
@@ -258,7 +233,7 @@ static double score_at(remat_dtr_run *R, uint32_t s, int exact)
         c += !exact                      ? (double)R->nsum[s]
              : R->score == REMAT_DTR_EQ ? adjacent_classes(R, s)
                                          : neighbourhood_cost(R, s);
-    return c / ((double)R->g->tensors[s].bytes * (double)stale);
+    return c / ((double)R->S->bytes[s] * (double)stale);
 }
 
 /* ------------------------------------------------------------ the heap */
@@ -321,14 +296,37 @@ static void build_heap(remat_dtr_run *R, int full)
     uint32_t n = full || R->n_cand <= REMAT_DTR_SCAN_MAX ? R->n_cand : REMAT_DTR_SAMPLE;
     uint32_t sk = remat__dtr_next_seen(R);
     R->n_heap = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t s = n == R->n_cand ? R->cand[i] : R->cand[splitmix64(&R->rng) % R->n_cand];
-        if (R->slock[s] || R->seen[s] == sk)
-            continue;
-        R->seen[s] = sk;
-        remat_dtr_hent e = {score_at(R, s, 0), R->g->tensors[s].bytes, s, R->score == REMAT_DTR_LOCAL,
-                            R->evictions};
-        R->heap[R->n_heap++] = e;
+    /* In batches: first the batch's candidates (the sample's draws in
+     * order), with what their lower bounds read fetched ahead, then their
+     * bounds. A sample of a large graph is scattered over memory, and one
+     * candidate at a time waits for each of its reads in turn (a third of
+     * DTR's time at 10^5 ops). */
+    enum { BATCH = 32 };
+    uint32_t pick[BATCH];
+    for (uint32_t i0 = 0; i0 < n; i0 += BATCH) {
+        const uint32_t nb = n - i0 < BATCH ? n - i0 : BATCH;
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t s = n == R->n_cand ? R->cand[i0 + k] : R->cand[splitmix64(&R->rng) % R->n_cand];
+            pick[k] = s;
+#if defined(__GNUC__)
+            __builtin_prefetch(&R->slock[s]);
+            __builtin_prefetch(&R->seen[s]);
+            __builtin_prefetch(&R->nsum[s]);
+            __builtin_prefetch(&R->last[s]);
+            __builtin_prefetch(&R->S->cost[s]);
+            __builtin_prefetch(&R->S->bytes[s]);
+            __builtin_prefetch(&R->S->view_off[s]);
+            __builtin_prefetch(&R->res[s]);
+#endif
+        }
+        for (uint32_t k = 0; k < nb; k++) {
+            uint32_t s = pick[k];
+            if (R->slock[s] || R->seen[s] == sk)
+                continue;
+            R->seen[s] = sk;
+            remat_dtr_hent e = {score_at(R, s, 0), R->S->bytes[s], s, R->score == REMAT_DTR_LOCAL, R->evictions};
+            R->heap[R->n_heap++] = e;
+        }
     }
     for (uint32_t i = R->n_heap / 2; i-- > 0;)
         sift_down(R->heap, R->n_heap, i);

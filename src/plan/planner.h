@@ -34,6 +34,8 @@ typedef struct remat_planner {
     uint64_t exact_iterations; /* ... and all its simplex iterations together, the root LP's included */
     int quick;            /* a seed, not an answer (auto's ladder starts): sqrtn and chen-greedy judge only
                            * the paper's candidates over a coarse threshold grid */
+    int fit_only;         /* only a plan that fits is wanted (auto's ladder): dtr skips its search for the
+                           * smallest budget it meets when nothing fits, which only names that budget */
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total

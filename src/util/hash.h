@@ -4,7 +4,7 @@
  * FNV-1a (util_internal.h) names things; it is not collision resistant, so
  * anything that claims "bit-identical" (a recomputed tensor against its first
  * computation, parameter gradients across plans) compares BLAKE2b digests.
- * Written from RFC 7693; tests/check_numeric.c checks it against the RFC's
+ * Written from RFC 7693; tests/check_numeric_hash.c checks it against the RFC's
  * appendix and the reference implementation's known-answer vectors.
  *
  *     remat_blake2b S;

@@ -32,6 +32,7 @@ Prints one line per model and fraction; exits 1 on a failed check.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -163,7 +164,10 @@ def main():
             except RuntimeError as e:
                 bad += 1
                 msg = str(e)
-                small = msg.find("the smallest")
+                # every strategy says the least peak it reaches: quote the least of them
+                least = sorted(re.findall(r"the smallest [^;]*? \(([0-9]+) B\)", msg), key=int)
+                small = msg.find("the smallest") if not least else msg.find("(%s B)" % least[0])
+                small = msg.rfind("the smallest", 0, small + 1) if least else small
                 print("  FAIL f=%.1f %s %d B: %s" % (f, option[2:], budget,
                                                      msg[small:msg.find(";", small)] if small >= 0 else msg[:300]))
                 continue
