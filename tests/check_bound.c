@@ -14,7 +14,8 @@
  * 2. The extra FLOPs the local search reads off a built schedule (to reject
  *    a flip without replaying it) equal the replay's, over random keep sets.
  * 3. auto plans issue 20's two small layered graphs at GLPK's proven optima
- *    and certifies them optimal.
+ *    and certifies them optimal; auto stays monotone over budget sweeps
+ *    where the class search finishes at some budgets only.
  * check_exact.c compares the bound with the optimum of an exhaustive search
  * over every schedule of the class on tiny graphs.
  */
@@ -404,6 +405,59 @@ START_TEST(auto_should_prove_the_small_layered_optima)
 }
 END_TEST
 
+/* auto stays monotone where its class search proves the optimum at some
+ * budgets and stops at their neighbours: over budget sweeps of two layered
+ * DAGs (0.55-0.75 of the store-all activation peak, step 0.01) a looser
+ * budget never costs more replayed extra FLOPs. A deeper search run only
+ * where the gap stayed open failed this (optimal at 0.61, 4% dearer at
+ * 0.62 on the first graph). The sweep must straddle both kinds of budget,
+ * certified optimal and not, or it tests nothing. */
+START_TEST(auto_should_stay_monotone_where_the_class_search_finishes_at_some_budgets)
+{
+    static const struct {
+        uint32_t width, layers;
+        uint64_t seed;
+    } cases[] = {{4, 8, 3}, {4, 8, 1}};
+    unsigned optimal = 0, open = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        remat_gen_opts go;
+        remat_gen_opts_init(&go, REMAT_GEN_LAYERED);
+        go.width = cases[k].width;
+        go.layers = cases[k].layers;
+        go.seed = cases[k].seed;
+        remat_graph *g;
+        remat_analysis *a = load_gen(&go, &g);
+        const uint64_t peak = store_all_metric(a, REMAT_BUDGET_ACTIVATION);
+        uint64_t prev = UINT64_MAX;
+        for (int pct = 55; pct <= 75; pct++) {
+            remat_plan_options o;
+            remat_plan_options_init(&o);
+            o.budget_kind = REMAT_BUDGET_ACTIVATION;
+            o.budget = peak / 100 * (uint64_t)pct;
+            remat_err err;
+            remat_err_init(&err);
+            remat_plan plan;
+            remat_replay_result r;
+            ck_assert_msg(remat_plan_make(a, &o, &plan, &r, &err) == REMAT_OK, "%s", err.msg);
+            ck_assert_msg(r.flops_recompute <= prev, "layered %ux%u seed %llu at %d%%: %llu extra FLOPs, %llu at %d%%",
+                          cases[k].width, cases[k].layers, (unsigned long long)cases[k].seed, pct,
+                          (unsigned long long)r.flops_recompute, (unsigned long long)prev, pct - 1);
+            prev = r.flops_recompute;
+            if (strstr(plan.params_json, "\"gap\": \"optimal\""))
+                optimal++;
+            else
+                open++;
+            remat_replay_result_destroy(&r);
+            remat_plan_destroy(&plan);
+        }
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    ck_assert_uint_gt(optimal, 0);
+    ck_assert_uint_gt(open, 0);
+}
+END_TEST
+
 Suite *bound_suite(void)
 {
     Suite *s = suite_create("bound");
@@ -413,6 +467,7 @@ Suite *bound_suite(void)
     tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
     tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
     tcase_add_test(tc, auto_should_prove_the_small_layered_optima);
+    tcase_add_test(tc, auto_should_stay_monotone_where_the_class_search_finishes_at_some_budgets);
     suite_add_tcase(s, tc);
     return s;
 }

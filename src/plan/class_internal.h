@@ -22,7 +22,7 @@ typedef struct {
 
 typedef struct {
     uint64_t f, g;
-    uint32_t node, p;
+    uint32_t node, p, pop; /* pop: resident activations, the plateau's tie-break (class_search.c) */
 } class_hentry;
 
 typedef struct {
@@ -70,7 +70,7 @@ typedef struct class_state {
     uint32_t n_ps;
     class_node *nd;
     uint32_t n_nd, cap_nd, max_nd;
-    uint32_t *slot;
+    uint64_t *slot; /* open addressing: hash << 32 | node + 1 (class_search.c) */
     uint32_t slot_mask;
     class_heap heap;
     uint64_t ub;

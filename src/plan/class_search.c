@@ -66,12 +66,20 @@
 #define CLASS_DIVE_EVERY 1024u
 #define CLASS_DIVE_WORK 512u
 
-/* 1 if x should come out before y: least f, then the most spent (the
- * least left to estimate), then the deeper step. */
+/* 1 if x should come out before y: least f, then the fewest resident
+ * activations, then the most spent (the least left to estimate), then the
+ * deeper step. The second key crosses plateaus of equal f: on vgg_unet at
+ * 0.6 of its peak the optimum lies among 3.7 x 10^6 states of equal f,
+ * most of them dead ends that hold too much to finish within the budget;
+ * the search that opens the leanest first reaches it after 4,274
+ * expansions instead of 3.7 x 10^6 (the most spent first) or 3.9 x 10^6
+ * (the deepest first). */
 static int before(const class_hentry *x, const class_hentry *y)
 {
     if (x->f != y->f)
         return x->f < y->f;
+    if (x->pop != y->pop)
+        return x->pop < y->pop;
     if (x->g != y->g)
         return x->g > y->g;
     return x->p > y->p;
@@ -124,18 +132,27 @@ static uint32_t hash_of(uint32_t p, uint64_t mask)
     return (uint32_t)x;
 }
 
+/* A slot holds a node's index + 1 in its low half and its full hash in the
+ * high half: a probe compares the hash before it reads the node, so a
+ * mismatch costs no miss in the (large) node array, and a rehash needs no
+ * node at all (the look-ups are most of the search's time). */
+#define SLOT_NODE(x) ((uint32_t)(x))
+#define SLOT_HASH(x) ((uint32_t)((x) >> 32))
+
 /* Doubles the slot table; 0 on out of memory. */
 static int rehash(class_state *S)
 {
     uint32_t cap = (S->slot_mask + 1) * 2;
-    uint32_t *sl = remat__calloc(cap, sizeof *sl);
+    uint64_t *sl = remat__calloc(cap, sizeof *sl);
     if (!sl)
         return 0;
-    for (uint32_t i = 0; i < S->n_nd; i++) {
-        uint32_t h = hash_of(S->nd[i].p, S->nd[i].mask) & (cap - 1);
+    for (uint32_t i = 0; i <= S->slot_mask; i++) {
+        if (!S->slot[i])
+            continue;
+        uint32_t h = SLOT_HASH(S->slot[i]) & (cap - 1);
         while (sl[h])
             h = (h + 1) & (cap - 1);
-        sl[h] = i + 1;
+        sl[h] = S->slot[i];
     }
     remat__free(S->slot);
     S->slot = sl;
@@ -162,12 +179,13 @@ static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t
         S->kids[S->kids_n++] = (class_node){mask, c, est, p, u, instr};
         return 1;
     }
-    uint32_t h = hash_of(p, mask) & S->slot_mask, v = UINT32_MAX;
+    const uint32_t hf = hash_of(p, mask);
+    uint32_t h = hf & S->slot_mask, v = UINT32_MAX;
     S->work += 4;
     while (S->slot[h]) {
-        const class_node *x = &S->nd[S->slot[h] - 1];
-        if (x->p == p && x->mask == mask) {
-            v = S->slot[h] - 1;
+        const class_node *x = &S->nd[SLOT_NODE(S->slot[h]) - 1];
+        if (SLOT_HASH(S->slot[h]) == hf && x->p == p && x->mask == mask) {
+            v = SLOT_NODE(S->slot[h]) - 1;
             break;
         }
         h = (h + 1) & S->slot_mask;
@@ -190,7 +208,7 @@ static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t
         }
         v = S->n_nd++;
         S->nd[v] = (class_node){mask, c, est, p, u, instr};
-        S->slot[h] = v + 1;
+        S->slot[h] = (uint64_t)hf << 32 | (v + 1);
         if ((uint64_t)S->n_nd * 2 > S->slot_mask && !rehash(S))
             return 0;
     } else {
@@ -202,7 +220,7 @@ static int relax(class_state *S, uint32_t u, uint32_t p, uint64_t mask, uint64_t
         x->instr = instr;
     }
     const class_node *x = &S->nd[v];
-    return cheap_push(&S->heap, (class_hentry){x->g + x->h, x->g, v, p});
+    return cheap_push(&S->heap, (class_hentry){x->g + x->h, x->g, v, p, (uint32_t)__builtin_popcountll(mask)});
 }
 
 /* The edges of one instruction: m1 the mask after it, touched what it read
@@ -212,8 +230,15 @@ static int relax_frees(class_state *S, uint32_t u, uint32_t np, uint64_t m1, uin
 {
     m1 &= S->alive[np];
     touched &= m1;
-    /* Enumerate the subsets of touched (Gosper-free: x = (x - t) & t). */
+    /* Enumerate the subsets of touched (Gosper-free: x = (x - t) & t),
+     * first to prefetch their slots (each look-up is a cache miss; issued
+     * together they overlap), then to relax them. */
     uint64_t f = 0;
+    if (!S->diving)
+        do {
+            __builtin_prefetch(&S->slot[hash_of(np, m1 & ~f) & S->slot_mask]);
+            f = (f - touched) & touched;
+        } while (f);
     do {
         int r = relax(S, u, np, m1 & ~f, c, instr);
         if (r != 1)
@@ -328,9 +353,10 @@ static int dive(class_state *S, uint32_t v, uint64_t *work)
         for (size_t i_ = 0; i_ < S->kids_n; i_++) {                                                                    \
             class_node x_ = S->kids[i_];                                                                                    \
             size_t j_ = n_kids + i_;                                                                                   \
-            class_hentry hx = {x_.g + x_.h, x_.g, 0, x_.p};                                                                  \
+            class_hentry hx = {x_.g + x_.h, x_.g, 0, x_.p, (uint32_t)__builtin_popcountll(x_.mask)};                                                                \
             while (j_ > n_kids) {                                                                                      \
-                class_hentry hy = {kids[j_ - 1].g + kids[j_ - 1].h, kids[j_ - 1].g, 0, kids[j_ - 1].p};                      \
+                class_hentry hy = {kids[j_ - 1].g + kids[j_ - 1].h, kids[j_ - 1].g, 0, kids[j_ - 1].p,                          \
+                                  (uint32_t)__builtin_popcountll(kids[j_ - 1].mask)};                      \
                 if (!before(&hx, &hy))                                                                                 \
                     break;                                                                                             \
                 kids[j_] = kids[j_ - 1];                                                                               \
@@ -438,13 +464,13 @@ remat_status remat__class_search_within(remat_planner *P, remat_class_limits *li
     }
     S.nd = remat__array(4096, sizeof *S.nd);
     S.cap_nd = 4096;
-    if (!S.nd || !cheap_push(&S.heap, (class_hentry){h0, 0, 0, 0})) {
+    if (!S.nd || !cheap_push(&S.heap, (class_hentry){h0, 0, 0, 0, 0})) {
         remat__class_release(&S);
         return remat_err_set(P->err, REMAT_ENOMEM, "out of memory searching schedules");
     }
     S.nd[0] = (class_node){0, 0, h0, 0, 0, 0};
     S.n_nd = 1;
-    S.slot[hash_of(0, 0) & S.slot_mask] = 1;
+    S.slot[hash_of(0, 0) & S.slot_mask] = (uint64_t)hash_of(0, 0) << 32 | 1;
     uint64_t expansions = 0, last_f = h0, ticks = 0;
     uint32_t goal = UINT32_MAX;
     int stopped = 0;
