@@ -34,10 +34,15 @@ if [ -x "$PY" ] && "$PY" -c "import torch, torchvision" >/dev/null 2>&1; then
         "$PY" scripts/export_torch.py torchvision:nosuch
     expect torch_models_trace 0 "traced unet" -- "$PY" tests/torch/fx_trace.py
     # The bundled graphs are what their meta.command makes today (line 2,
-    # the meta, names the output file, so it differs).
+    # the meta, names the output file, so it differs). Workspaces are
+    # measured (scripts/torch_workspace.py) and depend on the convolution
+    # backend the CPU gets: on an AMD EPYC two strided 1x1 convolutions'
+    # backward workspaces differ from the bundled figures (measured on
+    # another machine) by 4% and 2%, so those fields are compared as
+    # present, not by value.
     "$PY" scripts/export_torch.py torchvision:resnet18 --batch 2 --name resnet18-b2 -o "$T/r18b2.json" 2>/dev/null
-    sed 2d graphs/resnet18-b2.json >"$T/bundled.json"
-    sed 2d "$T/r18b2.json" >"$T/again.json"
+    sed -E '2d; s/"(bwd_)?workspace":[0-9]+/"\1workspace":W/g' graphs/resnet18-b2.json >"$T/bundled.json"
+    sed -E '2d; s/"(bwd_)?workspace":[0-9]+/"\1workspace":W/g' "$T/r18b2.json" >"$T/again.json"
     expect torch_bundled_resnet18_reproduces 0 "identical" -- \
         sh -c "cmp \"$T/bundled.json\" \"$T/again.json\" && echo identical"
     for g in $(grep -l '"exporter":"scripts/export_torch.py"' graphs/*.json); do
