@@ -49,6 +49,7 @@ exported() {
     load) echo "json_glue.h graph_store.h" ;;
     analyze) echo "igraph_adapter.h" ;;
     exec) echo "builder.h schedule_json.h replay_cursor.h intervals.h" ;;
+    plan) echo "probe.h" ;;
     *) echo "" ;;
     esac
 }

@@ -38,6 +38,7 @@
 #include "remat/pipeline.h"
 #include "remat/time.h"
 #include "pp_internal.h"
+#include "../plan/probe.h"
 #include "../util/util_internal.h"
 
 #include <stdio.h>
@@ -111,8 +112,9 @@ remat_status remat__pp_open_stage(const remat_analysis *a, uint32_t first, uint3
     return REMAT_OK;
 }
 
-/* Plans stage st under its budget and measures its three figures. */
-static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *base, remat_pp_stage *st,
+/* Plans stage st under its budget and measures its three figures; probe:
+ * a budget the device's fit only tries (probe.h). */
+static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *base, int probe, remat_pp_stage *st,
                                double *bwd_time, remat_err *err)
 {
     remat_plan_destroy(&st->plan);
@@ -125,7 +127,7 @@ static remat_status plan_stage(const stage_graph *sg, const remat_plan_options *
     } else {
         o.budget_kind = REMAT_BUDGET_NONE;
     }
-    remat_status s = remat_plan_make(sg->a, &o, &st->plan, &st->replay, err);
+    remat_status s = remat__plan_make_probe(sg->a, &o, probe, &st->plan, &st->replay, err);
     if (s != REMAT_OK)
         return s;
     return remat__pp_measure_stage(sg, st, bwd_time, err);
@@ -319,12 +321,12 @@ remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const r
     return REMAT_OK;
 }
 
-/* Plans device d's chunks at (kind, b): *peak gets the device's figure, or
- * UINT64_MAX when a chunk's planner cannot reach b; *extra the chunks'
- * recomputed FLOPs. */
+/* Plans device d's chunks at (kind, b), probing (probe.h) or in full:
+ * *peak gets the device's figure, or UINT64_MAX when a chunk's planner
+ * cannot reach b; *extra the chunks' recomputed FLOPs. */
 static remat_status try_device(remat_pp_result *r, const stage_graph *sg, const remat_plan_options *o, uint32_t d,
-                               remat_budget_kind kind, uint64_t b, uint64_t *counts, double *bwd, uint64_t *peak,
-                               uint64_t *extra, remat_err *err)
+                               int probe, remat_budget_kind kind, uint64_t b, uint64_t *counts, double *bwd,
+                               uint64_t *peak, uint64_t *extra, remat_err *err)
 {
     const uint32_t P = r->config.stages, V = r->config.chunks;
     *peak = UINT64_MAX;
@@ -333,7 +335,7 @@ static remat_status try_device(remat_pp_result *r, const stage_graph *sg, const 
         uint32_t v = ch * P + d;
         r->stages[v].budget = b;
         r->stages[v].budget_kind = kind;
-        remat_status s = plan_stage(&sg[v], o, &r->stages[v], &bwd[v], err);
+        remat_status s = plan_stage(&sg[v], o, probe, &r->stages[v], &bwd[v], err);
         if (s == REMAT_EINFEASIBLE) {
             remat_err_init(err);
             return REMAT_OK;
@@ -428,7 +430,7 @@ static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const 
             if (first && !seed)
                 continue;
             uint64_t peak, extra;
-            s = try_device(r, sg, o, d, kinds[f], mid, counts, bwd, &peak, &extra, err);
+            s = try_device(r, sg, o, d, 1, kinds[f], mid, counts, bwd, &peak, &extra, err);
             if (s != REMAT_OK)
                 break;
             if (peak < least)
@@ -452,6 +454,21 @@ static remat_status fit_device(remat_pp_result *r, const stage_graph *sg, const 
                           d, r->timeline.max_in_flight[d], (unsigned long long)B, (unsigned long long)least);
     if (s == REMAT_OK)
         swap_device(r, d, keep, bwd, keep_bwd);
+    /* The chosen budget planned in full (auto's certifying searches too):
+     * kept where it still fits and recomputes no more than the probe. */
+    if (s == REMAT_OK && (!o->strategy || strcmp(o->strategy, "auto") == 0)) {
+        const remat_budget_kind bk = r->stages[d].budget_kind;
+        const uint64_t bb = r->stages[d].budget, probe_peak = r->device_peak[d];
+        uint64_t peak, extra;
+        swap_device(r, d, keep, bwd, keep_bwd);
+        s = try_device(r, sg, o, d, 0, bk, bb, counts, bwd, &peak, &extra, err);
+        if (s == REMAT_OK && peak <= B && extra <= best_extra) {
+            r->device_peak[d] = peak;
+        } else if (s == REMAT_OK) {
+            swap_device(r, d, keep, bwd, keep_bwd);
+            r->device_peak[d] = probe_peak;
+        }
+    }
     for (uint32_t ch = 0; ch < V; ch++) {
         remat_plan_destroy(&keep[ch].plan);
         remat_replay_result_destroy(&keep[ch].replay);
@@ -518,7 +535,7 @@ remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config
             st->extras = stage_extras[v];
         s = remat__pp_open_stage(a, st->first, st->end, v, &sg[v], st, err);
         if (s == REMAT_OK)
-            s = plan_stage(&sg[v], o, st, &bwd[v], err);
+            s = plan_stage(&sg[v], o, 0, st, &bwd[v], err);
         fwd[v] = st->fwd_flops;
         if (s == REMAT_EINFEASIBLE) {
             char msg[sizeof err->msg];

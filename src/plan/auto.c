@@ -466,6 +466,8 @@ static remat_status certificate(remat_planner *P, const auto_state *S, char *buf
 #define CLASS_IN_AUTO_STATES 2000000u
 static remat_status run_class_search(auto_state *S, remat_planner *Q)
 {
+    if (S->P->probe)
+        return REMAT_OK;
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops == 0) /* store-all fits */
         return REMAT_OK;
     remat_plan cand;
@@ -529,7 +531,8 @@ static remat_status run_class_search(auto_state *S, remat_planner *Q)
 static remat_status run_exact(auto_state *S, remat_planner *Q)
 {
     const remat_plan_options *o = S->P->o;
-    if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact)
+    if (S->P->a->g->n_ops > EXACT_IN_AUTO_MAX_OPS || o->budget_kind == REMAT_BUDGET_NONE || Q->in_exact ||
+        S->P->probe)
         return REMAT_OK;
     /* The incumbent meets the bound: optimal, nothing to prove. */
     if (S->have && remat__fits(S->P, &S->best) && S->best.extra_flops <= S->lb)

@@ -3,6 +3,7 @@
  * through which every plan leaves: replayed, checked against the budget.
  */
 #include "planner.h"
+#include "probe.h"
 #include "remat/alloc.h"
 #include "../util/util_internal.h"
 
@@ -184,6 +185,12 @@ int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval 
 remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
                              remat_replay_result *r, remat_err *err)
 {
+    return remat__plan_make_probe(a, o, 0, out, r, err);
+}
+
+remat_status remat__plan_make_probe(const remat_analysis *a, const remat_plan_options *o, int probe, remat_plan *out,
+                                    remat_replay_result *r, remat_err *err)
+{
     if (o->objective == REMAT_OBJECTIVE_TIME || o->objective == REMAT_OBJECTIVE_STEP_TIME)
         return remat__plan_make_for_time(a, o, out, r, err);
     const remat_graph *g = a->g;
@@ -206,6 +213,7 @@ remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *
     P.a = a;
     P.o = o;
     P.err = err;
+    P.probe = probe;
     remat_schedule_init(&P.scratch);
     out->graph_name = remat__strdup(g->name);
     out->strategy = remat__strdup(name);

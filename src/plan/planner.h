@@ -36,6 +36,7 @@ typedef struct remat_planner {
                            * the paper's candidates over a coarse threshold grid */
     int fit_only;         /* only a plan that fits is wanted (auto's ladder): dtr skips its search for the
                            * smallest budget it meets when nothing fits, which only names that budget */
+    int probe;            /* remat__plan_make_probe: auto skips its certifying searches (probe.h) */
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total
