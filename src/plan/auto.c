@@ -16,11 +16,17 @@
  * only grows with B. Each point's search starts from the best fitting keep
  * set among the budget-free ones, chen-greedy at that point and the
  * previous point's result, and may work until k/L of one total is spent:
- * all of it depends on the point, never on B. DTR runs at every fourth
- * point on small graphs and at B itself, so that auto is never worse than
- * dtr; its eviction order is not monotone in its limit, so there
- * monotonicity rests on the ladder and is checked by budget sweeps on every
- * bundled graph in tests/check_plan.c, not guaranteed by construction.
+ * all of it depends on the point, never on B. DTR runs at B itself, so
+ * that auto is never worse than dtr; its eviction order is not monotone in
+ * its limit (layered 4x6 seed 2 cost 6.5% more at 0.52 of its peak than at
+ * 0.51). Up to DTR_EVERY_LIMIT_MAX_OPS ops it runs at every limit at or
+ * below B instead (dtr.c, every_limit: a run changes at finitely many
+ * limits), whose best is monotone by construction and covers the ladder's
+ * points; above, DTR also runs at every ladder point (every fourth above
+ * LADDER_DTR_EVERY_OPS, none above LADDER_DTR_MAX_OPS), and there
+ * monotonicity rests on the ladder. Budget sweeps check both, on
+ * every bundled graph (tests/check_plan.c) and on generated ones
+ * (tests/check_bound.c).
  *
  * Time (goals: 0.5 s up to 10^4 ops, 5 s at 10^5): the candidates and the
  * ladder are tiered by size (README, "How auto decides"); the local search
@@ -100,6 +106,17 @@ static uint32_t ladder_points(uint32_t n_ops)
 #define LADDER_DTR_MAX_OPS 300
 /* ... at every point up to this size, at every fourth point above. */
 #define LADDER_DTR_EVERY_OPS 100
+/* Up to DTR_EVERY_LIMIT_MAX_OPS ops DTR runs at every limit at or below
+ * the budget instead (dtr.c, every_limit): the ladder's points are among
+ * those limits, and DTR's best becomes monotone in the budget. Above, the
+ * distinct runs grow too many (make bench BENCH=auto: the random 100-op
+ * chain took 7.3 s of CPU instead of 0.3 s, the 99-op resnet 0.8 s instead
+ * of 0.2 s). A plan without a budget has no limit to walk down from. */
+#define DTR_EVERY_LIMIT_MAX_OPS 40
+static int dtr_every_limit(const remat_planner *P)
+{
+    return P->a->g->n_ops <= DTR_EVERY_LIMIT_MAX_OPS && P->o->budget_kind != REMAT_BUDGET_NONE;
+}
 /* chen-greedy as a ladder start (its threshold grid, per point). */
 #define LADDER_CHEN_MAX_OPS 300
 /* Work of all local searches together, in replayed instructions: about
@@ -609,7 +626,11 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
         snprintf(name, sizeof name, "%s%s", monotone[i].strategy, monotone[i].linearized ? "/linearized" : "");
         if (P->o->progress)
             P->o->progress(P->o->progress_ctx, name, i, n_steps);
+        /* DTR at every limit up to B where the ladder would run it at
+         * every point: its best is then monotone (dtr.c, every_limit). */
+        Q.dtr_every_limit = (monotone[i].flags & REMAT_STRATEGY_AUTO_LADDER) && dtr_every_limit(P);
         st = run_candidate(&Q, monotone[i].strategy, &cand, &e, &fk);
+        Q.dtr_every_limit = 0;
         if (st == REMAT_OK) {
             note_tried(&S, name);
             /* The budget-free keep sets seed the ladder's pool. */
@@ -658,7 +679,8 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
             if (P->o->progress)
                 P->o->progress(P->o->progress_ctx, "ladder", n_monotone + (size_t)k - 1, n_steps);
             st = ladder_point(&S, &Q, &sp,
-                              g->n_ops <= LADDER_DTR_EVERY_OPS || (g->n_ops <= LADDER_DTR_MAX_OPS && k % 4 == 0),
+                              !dtr_every_limit(P) && g->n_ops <= LADDER_DTR_MAX_OPS &&
+                                  (g->n_ops <= LADDER_DTR_EVERY_OPS || k % 4 == 0),
                               work / L * k);
         }
         sub.budget = P->o->budget;

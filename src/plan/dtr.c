@@ -296,6 +296,46 @@ static remat_status smallest_fit(remat_planner *P, remat_dtr_run *R, int first, 
     return st;
 }
 
+/* Every limit at or below the budget (auto on small graphs, issue 20):
+ * a run depends on its limit only through make_room's test "live + add >
+ * limit", so it is the same run at every limit from the highest
+ * high-water mark among the instructions it ran within its limit
+ * (hw_pass, and for a completed run its peak, which counts the optimizer
+ * step) up to its own. The next limit below that is the next different
+ * run, down to a limit no first instruction fits. The set of runs at or
+ * below a budget B is thus the same for every budget B' > B once B''s
+ * walk reaches B (a walk from B' meets B's runs where it first passes
+ * below B), so the best of them, what this returns, is non-increasing in
+ * the budget: DTR's own non-monotone eviction order (tests/check_bound.c:
+ * 0.51 vs 0.52 of a layered DAG's peak) stops showing in auto. Cost: one
+ * run per distinct run, each abandoned at its first step above its limit;
+ * DTR_EVERY_LIMIT_RUNS caps each score's walk on a pathological graph (never
+ * reached on the generated and bundled graphs auto uses it on). */
+#define DTR_EVERY_LIMIT_RUNS 20000u
+static remat_status every_limit(remat_planner *P, remat_dtr_run *R, int first, int last, dtr_best *best,
+                                dtr_effort *ef)
+{
+    remat_schedule tmp;
+    remat_schedule_init(&tmp);
+    remat_status st = REMAT_OK;
+    for (int sc = first; sc <= last && st == REMAT_OK; sc++)
+        for (int m = 0; m < (R->S->has_fixed ? 2 : 1) && st == REMAT_OK; m++)
+            for (uint64_t limit = P->o->budget, runs = 0; st == REMAT_OK && runs < DTR_EVERY_LIMIT_RUNS; runs++) {
+                remat_dtr_config c = {(remat_dtr_score)sc, m, limit, limit, 0};
+                st = try_run(P, R, c, &tmp, best);
+                ef->work += R->work;
+                ef->runs++;
+                uint64_t same_from = R->hw_pass;
+                if (!R->abandoned && R->peak > same_from)
+                    same_from = R->peak;
+                if (st != REMAT_OK || same_from == 0 || same_from > limit)
+                    break;
+                limit = same_from - 1;
+            }
+    remat_schedule_destroy(&tmp);
+    return st;
+}
+
 /* The search described above. */
 static remat_status search(remat_planner *P, remat_dtr_run *R, int first, int last, dtr_best *best, dtr_effort *ef)
 {
@@ -390,7 +430,8 @@ remat_status remat__strategy_dtr(remat_planner *P, remat_plan *out)
     if (st == REMAT_OK)
         st = remat__dtr_run_init(&R, &S, P->err);
     if (st == REMAT_OK)
-        st = search(P, &R, first, last, &best, &ef);
+        st = P->dtr_every_limit && P->o->budget_kind != REMAT_BUDGET_NONE ? every_limit(P, &R, first, last, &best, &ef)
+                                                                         : search(P, &R, first, last, &best, &ef);
     if (st == REMAT_OK && P->fit_only && (!best.have || !remat__fits(P, &best.e)))
         st = remat_err_set(P->err, REMAT_EINFEASIBLE, "dtr: no run fits the budget");
     if (st == REMAT_OK)

@@ -113,6 +113,8 @@ typedef struct remat_dtr_run {
     uint32_t *fwd_rem, *bwd_rem;/* forward consumers / backward savers still to run */
     uint64_t live, peak, clock; /* the replay's live bytes in mask (kept after every instruction), its
                                  * peak of them, op instructions so far */
+    uint64_t hw_pass;           /* the highest high-water mark of an instruction that ran within the limit:
+                                 * the run is the same at every limit from it up to its own (dtr.c) */
     uint32_t now;               /* the store-all step being run */
     int seeded, step_over;
     remat_dtr_frame *fr;

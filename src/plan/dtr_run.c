@@ -477,6 +477,8 @@ static remat_status execute(remat_dtr_run *R, const remat_dtr_frame *f)
         R->abandoned = 1;
         return REMAT_OK;
     }
+    if (hw > R->hw_pass)
+        R->hw_pass = hw;
     if ((st = emit(R, kinds[f->kind], f->op)) != REMAT_OK)
         return st;
     uint32_t n_req;
@@ -590,7 +592,7 @@ static void run_reset(remat_dtr_run *R, remat_dtr_config cfg, remat_schedule *ou
         R->bwd_rem[t] = a->saver_off[t + 1] - a->saver_off[t];
     }
     R->n_cand = R->n_nodes = R->n_heap = 0;
-    R->live = R->peak = R->clock = 0;
+    R->live = R->peak = R->clock = R->hw_pass = 0;
     R->seeded = R->step_over = R->abandoned = 0;
     R->evictions = R->rebuilds = R->work = 0;
     R->rng = 0x5eed0d7eULL;

@@ -37,6 +37,8 @@ typedef struct remat_planner {
     int fit_only;         /* only a plan that fits is wanted (auto's ladder): dtr skips its search for the
                            * smallest budget it meets when nothing fits, which only names that budget */
     int probe;            /* remat__plan_make_probe: auto skips its certifying searches (probe.h) */
+    int dtr_every_limit;  /* auto on small graphs: dtr runs at every limit at or below the budget (its
+                           * runs change at finitely many), so its answer never grows with the budget */
 } remat_planner;
 
 /* A candidate's replayed figures. metric is what the budget caps: the total
