@@ -12,7 +12,9 @@
  *    The same for the class search (class_search.c) stopped early, with and
  *    without an incumbent, and its schedules replay as it claims.
  * 2. The extra FLOPs the local search reads off a built schedule (to reject
- *    a flip without replaying it) equal the replay's, over random keep sets.
+ *    a flip without replaying it) equal the replay's, over random keep sets;
+ *    the floor chen-greedy reads off a keep set (to reject it without
+ *    building its schedule) never exceeds the built schedule's.
  * 3. auto plans issue 20's two small layered graphs at GLPK's proven optima
  *    and certifies them optimal; auto stays monotone over budget sweeps
  *    where the class search finishes at some budgets only, and over sweeps
@@ -366,6 +368,84 @@ START_TEST(search_should_read_the_replays_extra_flops_off_the_schedule)
 }
 END_TEST
 
+/* The keep set's floor (keep_floor.c), which chen-greedy trusts to reject
+ * a keep set without building its schedule: never above the FLOPs of the
+ * RECOMPUTEs of the schedule the default policy builds, for random keep
+ * sets of random graphs (views, multi-output ops, ops that cannot be
+ * recomputed) and of bundled ones; and not vacuous: positive on most keep
+ * sets that recompute, and equal to the schedule's FLOPs on some. */
+static void check_floor(const remat_analysis *a, uint64_t *seed, unsigned *checked, unsigned *positive,
+                        unsigned *tight)
+{
+    const remat_graph *g = a->g;
+    remat__keep_floor f;
+    ck_assert_int_eq(remat__keep_floor_init(a, &f), REMAT_OK);
+    uint8_t *keep = calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    ck_assert(keep);
+    for (int k = 0; k < 20; k++) {
+        const uint32_t one_in = 2 + (uint32_t)k % 4; /* from half the tensors kept to a fifth */
+        for (uint32_t t = 0; t < g->n_tensors; t++)
+            keep[t] = oracle_rnd(seed, one_in) == 0;
+        remat_schedule s;
+        remat_schedule_init(&s);
+        remat_err err;
+        remat_err_init(&err);
+        remat_status st = remat_schedule_from_keep(a, keep, &s, &err);
+        if (st == REMAT_OK) {
+            const uint64_t lb = remat__keep_floor_of(&f, keep), flops = remat__schedule_extra_flops(g, &s);
+            ck_assert_msg(lb <= flops, "%s: floor %llu above the schedule's %llu FLOPs", g->name,
+                          (unsigned long long)lb, (unsigned long long)flops);
+            (*checked)++;
+            *positive += flops > 0 && lb > 0;
+            *tight += flops > 0 && lb == flops;
+        } else {
+            ck_assert_int_eq(st, REMAT_EINFEASIBLE);
+        }
+        remat_schedule_destroy(&s);
+    }
+    free(keep);
+    remat__keep_floor_destroy(&f);
+}
+
+START_TEST(keep_floor_should_never_exceed_the_built_schedules_flops)
+{
+    uint64_t seed = 2026;
+    char *json = malloc(1 << 16);
+    ck_assert(json);
+    unsigned checked = 0, positive = 0, tight = 0;
+    for (int k = 0; k < 60; k++) {
+        spec G;
+        spec_generate(&seed, &G);
+        size_t len = spec_json(&G, json, 1 << 16);
+        remat_graph *g;
+        remat_analysis *a = load_json(json, len, &g);
+        check_floor(a, &seed, &checked, &positive, &tight);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    free(json);
+    static const char *const bundled[] = {"mlp2", "resnet8", "transformer4", "unet3", "mobilenet_v2-b2"};
+    for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
+        char path[256];
+        remat_graph *g = NULL;
+        remat_err err;
+        remat_err_init(&err);
+        snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
+        ck_assert_msg(remat_graph_load_file(path, &g, &err) == REMAT_OK, "%s", err.msg);
+        remat_analysis *a = NULL;
+        ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+        check_floor(a, &seed, &checked, &positive, &tight);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    printf("keep floor: %u keep sets, %u with a positive floor, %u where it equals the schedule's FLOPs\n", checked,
+           positive, tight);
+    ck_assert_uint_gt(checked, 300);
+    ck_assert_uint_gt(positive, checked / 3);
+    ck_assert_uint_gt(tight, 10);
+}
+END_TEST
+
 /* Issue 20's two small graphs, `remat gen layered --width 3 --layers 5
  * --seed S`, at a third of the way from the smallest feasible peak to
  * store-all: GLPK's branch and bound proved the optima (in 3.6 s and
@@ -550,6 +630,7 @@ Suite *bound_suite(void)
     tcase_add_loop_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs, 0, 4);
     tcase_add_test(tc, bound_should_never_exceed_any_strategys_extra_flops_on_generated_families);
     tcase_add_test(tc, search_should_read_the_replays_extra_flops_off_the_schedule);
+    tcase_add_test(tc, keep_floor_should_never_exceed_the_built_schedules_flops);
     tcase_add_test(tc, auto_should_prove_the_small_layered_optima);
     tcase_add_test(tc, auto_should_stay_monotone_where_the_class_search_finishes_at_some_budgets);
     suite_add_tcase(s, tc);

@@ -10,6 +10,8 @@
  * (every layer) one for one.
  */
 #include "exec_util.h"
+#include "oracle.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #include <stdio.h>
@@ -271,6 +273,138 @@ START_TEST(chen_remat_reading_should_never_be_weaker_than_the_paper)
 }
 END_TEST
 
+/* What the quick strategy gives at budget b: its keep set's figures as
+ * auto's ladder judged them (run_candidate: the policy's schedule of the
+ * keep set, replayed), or valid = -1 when that keep set cannot be
+ * scheduled. */
+static void quick_at(remat_planner *P, const char *strategy, uint8_t *keep, remat_eval *e)
+{
+    remat_plan p;
+    remat_plan_init(&p);
+    P->quick = 1;
+    remat_status st = remat__strategy_lookup(strategy)(P, &p);
+    P->quick = 0;
+    ck_assert_msg(st == REMAT_OK, "%s: %s", strategy, P->err->msg);
+    memcpy(keep, p.keep, P->a->g->n_tensors);
+    remat_schedule s;
+    remat_schedule_init(&s);
+    remat_err err;
+    remat_err_init(&err);
+    st = remat_schedule_from_keep(P->a, keep, &s, &err);
+    if (st == REMAT_EINFEASIBLE) {
+        memset(e, 0, sizeof *e);
+        e->valid = -1;
+    } else {
+        ck_assert_int_eq(st, REMAT_OK);
+        ck_assert_int_eq(remat__eval_schedule(P, &s, e), REMAT_OK);
+    }
+    remat_schedule_destroy(&s);
+    remat_plan_destroy(&p);
+}
+
+/* One table per strategy and variant, picked at budgets from a tenth of
+ * the store-all peak up (as auto's ladder) and then down again, for both
+ * budget kinds: every pick is the keep set and figures of the strategy run
+ * at that budget. Returns how many picks fit their budget. */
+static unsigned check_seeds(const remat_analysis *a)
+{
+    static const char *const strategies[] = {"sqrtn", "chen-greedy"};
+    const remat_graph *g = a->g;
+    uint8_t *keep = malloc(g->n_tensors ? g->n_tensors : 1);
+    ck_assert_ptr_nonnull(keep);
+    unsigned fitting = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        remat_schedule s;
+        remat_schedule_init(&s);
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_int_eq(remat_schedule_store_all(a, &s, &err), REMAT_OK);
+        remat_replay_result r;
+        replay_valid(a, &s, NULL, &r);
+        const uint64_t peak = kind ? r.peak_bytes : r.activation_peak;
+        remat_replay_result_destroy(&r);
+        remat_schedule_destroy(&s);
+        for (int si = 0; si < 2; si++)
+            for (int lin = 0; lin < 2; lin++) {
+                remat_plan_options o;
+                remat_plan_options_init(&o);
+                o.budget_kind = kind ? REMAT_BUDGET_TOTAL : REMAT_BUDGET_ACTIVATION;
+                o.linearized = lin;
+                remat_planner P;
+                memset(&P, 0, sizeof P);
+                P.a = a;
+                P.o = &o;
+                P.err = &err;
+                remat_schedule_init(&P.scratch);
+                remat__seeds *t = NULL;
+                ck_assert_msg(remat__seeds_create(&P, strategies[si], &t) == REMAT_OK, "%s", err.msg);
+                for (int step = 0; step < 20; step++) {
+                    const int k = step < 10 ? step + 1 : 20 - step; /* 1..10, then 10..1 */
+                    o.budget = kind ? peak / 2 + peak / 20 * (uint64_t)k : peak / 10 * (uint64_t)k;
+                    const uint8_t *pk;
+                    remat_eval pe, qe;
+                    ck_assert_int_eq(remat__seeds_pick(t, &P, &pk, &pe), REMAT_OK);
+                    quick_at(&P, strategies[si], keep, &qe);
+                    const char *what = strategies[si];
+                    if (qe.valid < 0) {
+                        ck_assert_msg(pk == NULL, "%s %s at %d/10: a pick the strategy cannot schedule", g->name,
+                                      what, k);
+                        continue;
+                    }
+                    ck_assert_msg(pk != NULL, "%s %s%s at %d/10: no pick", g->name, what, lin ? "/lin" : "", k);
+                    ck_assert_msg(memcmp(pk, keep, g->n_tensors) == 0, "%s %s%s at %d/10: another keep set",
+                                  g->name, what, lin ? "/lin" : "", k);
+                    ck_assert_int_eq(pe.valid, qe.valid);
+                    ck_assert_uint_eq(pe.metric, qe.metric);
+                    ck_assert_uint_eq(pe.peak, qe.peak);
+                    ck_assert_uint_eq(pe.extra_flops, qe.extra_flops);
+                    fitting += remat__fits(&P, &pe);
+                }
+                remat__seeds_destroy(t);
+                remat_schedule_destroy(&P.scratch);
+            }
+    }
+    free(keep);
+    return fitting;
+}
+
+START_TEST(ladder_seeds_should_pick_what_the_quick_strategy_picks_at_each_budget)
+{
+    uint64_t seed = 909;
+    char *json = malloc(1 << 16);
+    ck_assert_ptr_nonnull(json);
+    unsigned fitting = 0;
+    for (int k = 0; k < 12; k++) {
+        spec G;
+        spec_generate(&seed, &G);
+        size_t len = spec_json(&G, json, 1 << 16);
+        json[len] = 0;
+        remat_graph *g;
+        remat_analysis *a = t_analyze(json, &g);
+        fitting += check_seeds(a);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    free(json);
+    static const char *const bundled[] = {"resnet8", "unet3", "transformer4"};
+    for (size_t i = 0; i < sizeof bundled / sizeof bundled[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "graphs/%s.json", bundled[i]);
+        remat_graph *g = NULL;
+        remat_err err;
+        remat_err_init(&err);
+        ck_assert_msg(remat_graph_load_file(path, &g, &err) == REMAT_OK, "%s", err.msg);
+        remat_analysis *a = NULL;
+        ck_assert_int_eq(remat_analyze(g, &a, &err), REMAT_OK);
+        fitting += check_seeds(a);
+        remat_analysis_destroy(a);
+        remat_graph_destroy(g);
+    }
+    printf("ladder seeds: %u picks fit their budget\n", fitting);
+    ck_assert_uint_gt(fitting, 100);
+}
+END_TEST
+
 Suite *chen_suite(void)
 {
     Suite *s = suite_create("chen");
@@ -279,6 +413,7 @@ Suite *chen_suite(void)
     tcase_add_test(tc, chen_should_segment_a_checkmate_chain_as_checkmate_does);
     tcase_add_test(tc, chen_greedy_should_find_the_best_threshold);
     tcase_add_test(tc, chen_remat_reading_should_never_be_weaker_than_the_paper);
+    tcase_add_test(tc, ladder_seeds_should_pick_what_the_quick_strategy_picks_at_each_budget);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -33,7 +33,10 @@
  * (auto_search.c) tries flips by their producer's FLOPs, judges each by a
  * delta replay of the part of the step it changes, rejects one whose
  * schedule recomputes more FLOPs than a fitting plan before replaying it,
- * and skips keeping a tensor that surely overflows the forward pass. Every
+ * and skips keeping a tensor that surely overflows the forward pass. The
+ * ladder's sqrtn and chen-greedy starts judge a list of keep sets that does
+ * not depend on the budget: it is recorded once and each keep set judged at
+ * most once over all points (segments_seeds.c). Every
  * candidate is judged by the one replay in exec, and so is the plan
  * returned. Everything is bounded by work, never by time, so the plan
  * depends on the graph and the budget only (exact too: run_exact).
@@ -228,6 +231,10 @@ typedef struct {
     size_t n;
     uint8_t *keep[POOL_MAX + 1]; /* [POOL_MAX]: the previous ladder point's result */
     remat_eval e[POOL_MAX + 1];  /* a keep set's figures do not depend on the budget */
+    /* The ladder's budget-dependent starts, by their index in its list:
+     * their keep sets recorded once (segments_seeds.c). */
+    remat__seeds *seeds[MAX_CANDIDATES];
+    uint8_t seeds_made[MAX_CANDIDATES]; /* 1: seeds[i] is made (NULL: that strategy gave no start) */
 } start_pool;
 
 static void pool_init(start_pool *sp)
@@ -243,6 +250,37 @@ static void pool_destroy(start_pool *sp)
 {
     for (size_t i = 0; i <= POOL_MAX; i++)
         remat__free(sp->keep[i]);
+    for (size_t i = 0; i < MAX_CANDIDATES; i++)
+        remat__seeds_destroy(sp->seeds[i]);
+}
+
+/* Start i of the ladder's list (strategy c, run in its quick form) at Q's
+ * budget: *keep (owned by sp, NULL when it gives none) and its figures,
+ * what run_candidate would give. The strategy's keep sets do not depend on
+ * the budget, so they are recorded at the first point and each is judged
+ * at most once over the whole ladder (segments_seeds.c); a strategy that
+ * cannot record them runs at each point. Errors as run_candidate's. */
+static remat_status seed_at(remat_planner *Q, start_pool *sp, size_t i, const candidate *c, const uint8_t **keep,
+                            remat_eval *e)
+{
+    *keep = NULL;
+    remat_err local;
+    remat_err_init(&local);
+    remat_err *saved = Q->err;
+    Q->err = &local;
+    remat_status st = REMAT_OK;
+    if (!sp->seeds_made[i]) {
+        sp->seeds_made[i] = 1;
+        st = remat__seeds_create(Q, c->strategy, &sp->seeds[i]);
+    }
+    if (st == REMAT_OK && sp->seeds[i])
+        st = remat__seeds_pick(sp->seeds[i], Q, keep, e);
+    Q->err = saved;
+    if (st == REMAT_ENOMEM || st == REMAT_EOVERFLOW || st == REMAT_EINTERNAL)
+        return remat_err_set(saved, st, "auto: strategy %s: %s", c->strategy, local.msg);
+    if (st != REMAT_OK)
+        *keep = NULL;
+    return st == REMAT_OK ? REMAT_OK : REMAT_EUNSUPPORTED;
 }
 
 static remat_status pool_build(remat_planner *Q, start_pool *sp, start_pool *have)
@@ -313,7 +351,7 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
         if (fatal(st))
             return st;
     }
-    uint8_t *start = NULL;
+    const uint8_t *start = NULL;
     remat_eval se = {0};
     int have = 0;
     for (size_t i = 0; i <= POOL_MAX; i++) {
@@ -333,28 +371,21 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
                           ? candidates(REMAT_STRATEGY_AUTO | REMAT_STRATEGY_LOCAL_START, REMAT_STRATEGY_BUDGET_FREE,
                                        starts)
                           : 0;
-    remat_plan chen;
-    remat_plan_init(&chen);
     for (size_t i = 0; i < n_starts; i++) {
-        remat_plan_init(&cand);
         o->linearized = starts[i].linearized;
         /* A start only seeds the local search, at every ladder point: the
          * cheap form of Chen's searches is enough (issue 15). */
         Q->quick = 1;
-        st = run_candidate(Q, starts[i].strategy, &cand, &e, &fk);
+        const uint8_t *k = NULL;
+        st = seed_at(Q, sp, i, &starts[i], &k, &e);
         Q->quick = 0;
-        if (st == REMAT_OK && fk && cand.keep && (!have || remat__better(Q, &e, &se))) {
-            remat_plan_destroy(&chen);
-            chen = cand;
-            remat_plan_init(&cand);
-            start = chen.keep;
+        if (st == REMAT_OK && k && (!have || remat__better(Q, &e, &se))) {
+            start = k;
             se = e;
             have = 1;
         }
-        remat_plan_destroy(&cand);
         if (fatal(st)) {
             o->linearized = 0;
-            remat_plan_destroy(&chen);
             return st;
         }
     }
@@ -362,19 +393,14 @@ static remat_status ladder_point(auto_state *S, remat_planner *Q, start_pool *sp
     /* Below every start's metric the search would spend its work looking
      * for memory, which the strategies already minimize: it only lowers
      * the FLOPs of a plan that fits. */
-    if (!have || !remat__fits(Q, &se)) {
-        remat_plan_destroy(&chen);
+    if (!have || !remat__fits(Q, &se))
         return REMAT_OK;
-    }
     /* The search works on its own copy; its result becomes the next
      * point's start. */
     uint8_t *keep = remat__malloc(g->n_tensors ? g->n_tensors : 1);
-    if (!keep) {
-        remat_plan_destroy(&chen);
+    if (!keep)
         return remat_err_set(Q->err, REMAT_ENOMEM, "out of memory planning");
-    }
     memcpy(keep, start, g->n_tensors);
-    remat_plan_destroy(&chen);
     uint32_t flips = 0;
     st = remat__auto_local_search(Q, keep, &se, &flips, work_until, &S->ls);
     if (st == REMAT_OK && remat__fits(Q, &se)) {

@@ -68,6 +68,38 @@ int remat__fits(const remat_planner *P, const remat_eval *e);
  * search can reject a candidate that recomputes more before judging its
  * memory. O(instructions). tests/check_bound.c checks it against replays. */
 uint64_t remat__schedule_extra_flops(const remat_graph *g, const remat_schedule *s);
+
+/* A lower bound on remat__schedule_extra_flops of the default-policy
+ * schedule of any keep set, read off the keep set without building the
+ * schedule (keep_floor.c): the FLOPs of the recomputable ops with an output
+ * that is not kept and that a backward step saves.
+ * _init is O(ops + tensors) and fails only with REMAT_ENOMEM (f is
+ * then safe to destroy); remat__keep_floor_of is O(outputs), saturating. */
+typedef struct remat__keep_floor {
+    uint32_t n;      /* ops with a counted output */
+    uint64_t *flops; /* n: each one's FLOPs */
+    uint32_t *off;   /* n + 1: its counted outputs in t */
+    uint32_t *t;
+} remat__keep_floor;
+remat_status remat__keep_floor_init(const remat_analysis *a, remat__keep_floor *f);
+void remat__keep_floor_destroy(remat__keep_floor *f);
+uint64_t remat__keep_floor_of(const remat__keep_floor *f, const uint8_t *keep);
+
+/* auto's ladder seeds (segments_seeds.c): the keep sets the quick form of
+ * sqrtn or chen-greedy judges under P's options (not its budget), recorded
+ * once, and the strategy's answer at any budget picked from them, each
+ * keep set built and replayed at most once over all picks. _create:
+ * REMAT_EUNSUPPORTED for any other strategy; *out owned by the caller.
+ * _pick: *keep (owned by t, NULL when the answer cannot be scheduled) and
+ * its replayed figures *e under P, exactly what running the strategy with
+ * P->quick at P's budget gives. remat__segments_record (segments.c) and
+ * remat__seeds_add fill the list. */
+typedef struct remat__seeds remat__seeds;
+remat_status remat__seeds_create(remat_planner *P, const char *strategy, remat__seeds **out);
+void remat__seeds_destroy(remat__seeds *t);
+remat_status remat__seeds_pick(remat__seeds *t, remat_planner *P, const uint8_t **keep, remat_eval *e);
+remat_status remat__seeds_add(remat__seeds *t, const uint8_t *keep);
+remat_status remat__segments_record(remat_planner *P, int greedy, remat__seeds *rec);
 /* 1 if x is preferable to y: fits when y does not; among fitting, fewer
  * extra FLOPs then lower metric; among non-fitting, lower metric. */
 int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval *y);
