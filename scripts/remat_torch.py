@@ -55,8 +55,8 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
 
 `min_cut_compile` and `store_all_compile` build the same module with
 functorch's min-cut partitioner (its op list and placement as torch 1.13
-has them, or the "inductor" list with its recomputation sunk to first
-use) and its default (save what the forward made) partitioner, through
+has them, or the "inductor" list or functorch's aggressive mode with the
+recomputation sunk to first use) and its default (save what the forward made) partitioner, through
 the same interpreter: the peers the bench compares with.
 
 compile(objective="time") measures each forward op's time on this machine
