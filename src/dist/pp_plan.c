@@ -218,30 +218,37 @@ static remat_status time_stage(const stage_graph *sg, const remat_device *dev, r
     return REMAT_OK;
 }
 
-/* The device's peak from the timeline's events (see the file comment). */
-static uint64_t device_peak(const remat_pp_result *r, uint32_t d, uint64_t *counts)
+/* The device's peak from the timeline's events (see the file comment),
+ * in *peak; REMAT_EOVERFLOW (naming the device) where the held bytes of
+ * the microbatches in flight pass 2^64. */
+static remat_status device_peak(const remat_pp_result *r, uint32_t d, uint64_t *counts, uint64_t *peak,
+                                remat_err *err)
 {
     const uint32_t P = r->config.stages, V = r->config.chunks;
     uint64_t base = 0, worst = 0;
+    bool ok = true;
     for (uint32_t c = 0; c < V; c++) {
-        base += r->stages[c * P + d].persistent;
+        ok = ok && remat_u64_add(base, r->stages[c * P + d].persistent, &base);
         counts[c] = 0;
     }
     const size_t per = r->timeline.n_events / P;
     const remat_pp_event *ev = r->timeline.events + (size_t)d * per;
-    for (size_t i = 0; i < per; i++) {
+    for (size_t i = 0; i < per && ok; i++) {
         const remat_pp_stage *run = &r->stages[ev[i].chunk * P + d];
         if (ev[i].backward)
             counts[ev[i].chunk]--;
-        uint64_t x = run->running;
-        for (uint32_t c = 0; c < V; c++)
-            x += counts[c] * r->stages[c * P + d].held;
+        uint64_t x = run->running, held;
+        for (uint32_t c = 0; c < V && ok; c++)
+            ok = remat_u64_mul(counts[c], r->stages[c * P + d].held, &held) && remat_u64_add(x, held, &x);
         if (x > worst)
             worst = x;
         if (!ev[i].backward)
             counts[ev[i].chunk]++;
     }
-    return base + worst;
+    if (!ok || !remat_u64_add(base, worst, peak))
+        return remat_err_set(err, REMAT_EOVERFLOW,
+                             "pipeline device %u: the bytes its microbatches in flight hold pass 2^64", d);
+    return REMAT_OK;
 }
 
 void remat__pp_close_stages(stage_graph *sg, uint32_t n)
@@ -299,9 +306,12 @@ remat_status remat__pp_finish(remat_pp_result *r, const stage_graph *sg, const r
         return remat_err_set(err, REMAT_ENOMEM, "out of memory judging a pipeline of %u stages", n);
     /* The order of events, hence each device's peak, does not depend on
      * the durations: this is the figure the planning judged. */
-    for (uint32_t d = 0; d < P; d++)
-        r->device_peak[d] = device_peak(r, d, counts);
+    remat_status s2 = REMAT_OK;
+    for (uint32_t d = 0; d < P && s2 == REMAT_OK; d++)
+        s2 = device_peak(r, d, counts, &r->device_peak[d], err);
     remat__free(counts);
+    if (s2 != REMAT_OK)
+        return s2;
     r->largest = 0;
     for (uint32_t d = 1; d < P; d++)
         if (r->device_peak[d] > r->device_peak[r->largest])
@@ -333,8 +343,7 @@ static remat_status try_device(remat_pp_result *r, const stage_graph *sg, const 
         if (!remat_u64_add(*extra, r->stages[v].replay.flops_recompute, extra))
             *extra = UINT64_MAX - 1; /* saturates, still below "none yet" */
     }
-    *peak = device_peak(r, d, counts);
-    return REMAT_OK;
+    return device_peak(r, d, counts, peak, err);
 }
 
 /* Moves device d's chunks' plans (and what was measured of them) between
@@ -526,7 +535,8 @@ remat_status remat_pp_plan_staged(const remat_analysis *a, const remat_pp_config
     if ((s = remat_pp_simulate(c, fwd, bwd, &r->timeline, err)) != REMAT_OK)
         goto out;
     for (uint32_t d = 0; d < P && s == REMAT_OK; d++) {
-        r->device_peak[d] = device_peak(r, d, counts);
+        if ((s = device_peak(r, d, counts, &r->device_peak[d], err)) != REMAT_OK)
+            break;
         if (o->budget_kind == REMAT_BUDGET_TOTAL && r->device_peak[d] > o->budget)
             s = fit_device(r, sg, o, d, counts, bwd, err);
     }

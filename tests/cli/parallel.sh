@@ -100,3 +100,26 @@ expect pp_ledger_no_dp 2 "--dp, --shard and --deepspeed-config with --pp" -- \
 expect pp_file_trace 0 "16 compute, 8 sends" -- sh -c "'$REMAT' trace '$T/c8.json' --plan '$T/c8.ppplan' --device h200 --format chrome | awk '/\"ph\": \"X\"/ { if (/\"tid\": 0,/) c++; else s++ } END { print c \" compute, \" s \" sends\" }'"
 expect pp_file_trace_budget 2 "then trace --plan FILE" -- "$REMAT" trace "$T/c8.json" --plan "$T/c8.ppplan" --device h200 --format chrome --budget 9MiB
 expect pp_file_trace_with_pp 2 "give --plan FILE without --pp" -- "$REMAT" trace "$T/c8.json" --pp 2 --plan "$T/c8.ppplan" --device h200 --format chrome
+
+# A device's peak is counted in 64 bits or refused. Device 0's row of the
+# table says: persistent 2048 B, held 1152921504606849024 B per microbatch in
+# flight elsewhere, running 2305843009213697024 B. With 14 in flight its peak
+# is persistent + 13 x held + running = 17293822569102736384 B (15 EiB); with
+# 15 the sum passes 2^64 (the figure used to wrap).
+cat >"$T/huge.json" <<'JSON'
+{ "format": "remat-graph", "version": 1, "name": "huge",
+  "inputs": [ {"id": "x", "bytes": 1024} ],
+  "params": [ {"id": "w1", "bytes": 1024}, {"id": "w2", "bytes": 1024} ],
+  "ops": [
+    {"id": "h1", "op": "matmul", "inputs": ["x", "w1"], "bytes": "1152921504606846976", "flops": 1000},
+    {"id": "a1", "op": "relu", "inputs": ["h1"], "bytes": 1024, "flops": 1000},
+    {"id": "h2", "op": "matmul", "inputs": ["a1", "w2"], "bytes": 1024, "flops": 1000},
+    {"id": "loss", "op": "sum", "inputs": ["h2"], "bytes": 4, "flops": 1000, "saves": []} ],
+  "outputs": ["loss"] }
+JSON
+expect pp_peak_overflow 3 "pipeline device 0: the bytes its microbatches in flight hold pass 2^64" -- \
+    "$REMAT" plan "$T/huge.json" --strategy store-all --pp 2 --microbatches 15 --pp-schedule gpipe --pp-stages 0:2,2:4
+expect pp_peak_row 0 "0      0     0:2                  14           2048 1152921504606849024 2305843009213697024" -- \
+    "$REMAT" plan "$T/huge.json" --strategy store-all --pp 2 --microbatches 14 --pp-schedule gpipe --pp-stages 0:2,2:4
+expect pp_peak_fits 0 "device 0 peak 15.00 EiB (17293822569102736384 B)" -- \
+    "$REMAT" plan "$T/huge.json" --strategy store-all --pp 2 --microbatches 14 --pp-schedule gpipe --pp-stages 0:2,2:4
