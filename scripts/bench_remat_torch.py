@@ -11,10 +11,16 @@ CPU and wall time, and prints medians over --steps steps:
 * eager PyTorch, and AOTAutograd with functorch's default partitioner (save
   what the forward made), the store-all baselines;
 * functorch's min_cut_rematerialization_partition as torch 1.13 runs it (its
-  "nvfuser" op list, the recomputed nodes where functorch puts them), and
-  the strongest min-cut this interpreter can run: the "inductor" op list
-  (views recomputable too) with each recomputed node moved to just before
-  its first use (remat_torch.min_cut_compile's ops and sink);
+  "nvfuser" op list, the recomputed nodes where functorch puts them); the
+  "inductor" op list (views recomputable too) with each recomputed node
+  moved to just before its first use (remat_torch.min_cut_compile's ops and
+  sink); and functorch's own aggressive mode (AGGRESSIVE_RECOMPUTATION on:
+  every op but random and compute-intensive ones may be recomputed, batch
+  norm and pooling too; min_cut_compile(ops="aggressive")), sunk the same
+  way: the only min-cut that lowers resnet18's and the U-Net's peak. On CPU
+  functorch 1.13 traces dropout as bernoulli_, which that mode does not
+  count as random, so on the GPT it draws the masks again (the peer's label
+  says how many) and its gradients are not eager's;
 * torch.utils.checkpoint(use_reentrant=False) around every block (resnet's
   BasicBlocks, the GPT's decoder blocks, the U-Net's conv-BN-ReLU pairs);
 * remat_torch.compile at a budget equal to each peer's measured peak (plus
@@ -24,6 +30,9 @@ CPU and wall time, and prints medians over --steps steps:
   measured on this CPU, the plan with the least predicted recomputation
   time; --objectives flops,time adds the least-FLOPs plans). Peers with the
   same measured peak share one remat row.
+
+The grads column compares each method's gradients (profiled step, seed
+123) with eager PyTorch's: "same" when every one is bit-identical.
 
 Steps are timed in interleaved rounds (one step of every method per round)
 so that the shared machine's drift hits every method alike. Two figures of
@@ -109,8 +118,9 @@ def with_checkpoints(blocks):
 
 
 def peak_of(step, params, inputs):
-    rc.profiled_step(step, params, inputs)  # warm: kernels, allocator paths
-    return rc.profiled_step(step, params, inputs)[0]
+    """(measured peak, gradients) of one profiled step after a warming one (kernels, allocator paths)."""
+    rc.profiled_step(step, params, inputs)
+    return rc.profiled_step(step, params, inputs)
 
 
 def timed_step(step, params, inputs):
@@ -143,9 +153,14 @@ def summary(r, scale, fmt):
     return (fmt + " [" + fmt + ", " + fmt + "]") % (scale * m, scale * q1, scale * q3)
 
 
-def verdict(mine, theirs, my_peak, their_peak):
+def verdict(mine, theirs, my_peak, their_peak, my_grads=True, their_grads=True):
     """The Done-when's comparison on recompute times (ns per round): a win only at a measured peak no
-    higher than the peer's and with the quartile ranges apart."""
+    higher than the peer's, with the quartile ranges apart and remat's gradients eager's. A peer whose
+    gradients are not eager's still gets its figures compared, with that said."""
+    if not my_grads:
+        return "no verdict: remat's gradients are not eager's"
+    if not their_grads:
+        return verdict(mine, theirs, my_peak, their_peak) + " (but the peer's gradients are not eager's)"
     m, t = quartiles(mine), quartiles(theirs)
     if my_peak > their_peak:
         return "no verdict: remat's measured peak is above the peer's"
@@ -173,8 +188,9 @@ def main():
           "per step (median); recompute = thread CPU time of the recomputing nodes (calls per step), ms, median "
           "[quartiles]; step extra = the step's CPU time / its baseline's in the same round, median [quartiles]" %
           (a.steps, " ".join("%.1f" % x for x in os.getloadavg())))
-    print("%-9s %-52s %10s %7s %7s %6s %23s %21s" % ("model", "method", "peak (B)", "CPU (s)", "wall(s)", "calls",
-                                                   "recompute ms [q1, q3]", "step extra [q1, q3]"))
+    print("%-9s %-60s %10s %5s %7s %7s %6s %23s %21s" % (
+        "model", "method", "peak (B)", "grads", "CPU (s)", "wall(s)", "calls", "recompute ms [q1, q3]",
+        "step extra [q1, q3]"))
     for name in a.models.split(","):
         model, inputs = rc.build(name)
         params = list(model.parameters())
@@ -193,15 +209,28 @@ def main():
                    ("AOT default partition", remat_torch.store_all_compile(model, inputs), None)]
         peers = []
         for ops, sink, what in (("nvfuser", False, "AOT min-cut"),
-                                ("inductor", True, "AOT min-cut, inductor ops, sunk")):
+                                ("inductor", True, "AOT min-cut, inductor ops, sunk"),
+                                ("aggressive", True, "AOT min-cut, aggressive, sunk")):
             mc = remat_torch.min_cut_compile(model, inputs, ops=ops, sink=sink)
-            lab = "%s (%d again, %.1f%% FLOPs)" % (what, mc.remat_report["recomputed_nodes"],
-                                                   100 * mc.remat_report["overhead"])
+            r = mc.remat_report
+            lab = "%s (%d again%s, %.1f%% FLOPs)" % (what, r["recomputed_nodes"], ", %d draws" %
+                                                     r["random_recomputed"] if r["random_recomputed"] else "",
+                                                     100 * r["overhead"])
             methods.append((lab, mc, "AOT default partition"))
             peers.append(lab)
         methods.append(("checkpoint every block", checkpointed, "eager PyTorch"))
         peers.append("checkpoint every block")
-        peaks = {m[0]: peak_of(m[1], params, inputs) for m in methods}
+        peaks, same = {}, {}   # a method's measured peak; whether its gradients are eager's bit for bit
+        eager = []
+
+        def measure(label, step):
+            peaks[label], g = peak_of(step, params, inputs)
+            if not eager:
+                eager.extend(g)     # methods[0] is eager PyTorch
+            same[label] = all((u is None) == (v is None) and (u is None or torch.equal(u, v))
+                              for u, v in zip(g, eager))
+        for m in methods:
+            measure(m[0], m[1])
         failed = []
         pairs = []          # (remat's label, the peer's label) at the peer's measured peak
         at_peak = {}        # a peer's measured peak -> remat's row planned there
@@ -220,11 +249,12 @@ def main():
                     continue
                 rep = st.remat_report
                 lab = "remat[%s] at %s's peak (%s, %.1f%% FLOPs%s)" % (
-                    objective, short.replace("AOT ", "").replace(", inductor ops, sunk", "+"), rep["chosen"],
+                    objective, short.replace("AOT ", "").replace(", inductor ops, sunk", "+")
+                    .replace(", aggressive, sunk", " aggr.+"), rep["chosen"],
                     100 * float(rep["overhead"] or 0),
                     ", %d draws again" % rep["rng_replays"] if rep.get("rng_replays") else "")
                 methods.append((lab, st, "AOT default partition"))
-                peaks[lab] = peak_of(st, params, inputs)
+                measure(lab, st)
                 at_peak[objective, peaks[peer]] = lab
                 pairs.append((lab, peer))
         times = {m[0]: [] for m in methods}
@@ -243,8 +273,9 @@ def main():
             cpu = statistics.median(r[1] for r in times[label])
             wall = statistics.median(r[0] for r in times[label])
             calls = statistics.median(r[2] for r in times[label])
-            print("%-9s %-52s %10d %7.3f %7.3f %6d %23s %21s" % (
-                name, label, peaks[label], cpu, wall, calls, summary(again(label), 1e-6, "%.2f"),
+            print("%-9s %-60s %10d %5s %7.3f %7.3f %6d %23s %21s" % (
+                name, label, peaks[label], "same" if same[label] else "DIFF", cpu, wall, calls,
+                summary(again(label), 1e-6, "%.2f"),
                 summary(extras(label), 100, "%+.1f%%") if base is not None else ""))
         for lab, peer in pairs:
             # The Done-when comparison itself: the recomputation's own time, remat's against the peer's, at
@@ -253,7 +284,8 @@ def main():
             print("%-9s %s vs %s at %d B vs %d B: recompute %s ms vs %s ms: %s; step extra remat - peer %s points" %
                   (name, lab.split(" at ")[0], peer.split(" (")[0], peaks[lab], peaks[peer],
                    summary(again(lab), 1e-6, "%.2f"), summary(again(peer), 1e-6, "%.2f"),
-                   verdict(again(lab), again(peer), peaks[lab], peaks[peer]), summary(d, 100, "%+.1f")))
+                   verdict(again(lab), again(peer), peaks[lab], peaks[peer], same[lab], same[peer]),
+                   summary(d, 100, "%+.1f")))
         for f in failed:
             print("%-9s %s" % (name, f))
         sys.stdout.flush()

@@ -55,8 +55,8 @@ How it works (torch 1.13's functorch.compile.aot_module, functionalized):
 
 `min_cut_compile` and `store_all_compile` build the same module with
 functorch's min-cut partitioner (its op list and placement as torch 1.13
-has them, or the "inductor" list with its recomputation sunk to first
-use) and its default (save what the forward made) partitioner, through
+has them, or the "inductor" list or functorch's aggressive mode with the
+recomputation sunk to first use) and its default (save what the forward made) partitioner, through
 the same interpreter: the peers the bench compares with.
 
 compile(objective="time") measures each forward op's time on this machine
@@ -554,18 +554,58 @@ def graph_of(model, example_inputs, rng=True):
     return box["graph"]
 
 
+AGGRESSIVE_SWITCH = "AGGRESSIVE_RECOMPUTATION = False"
+
+
+def aggressive_min_cut_partition():
+    """functorch's own min_cut_rematerialization_partition with its aggressive mode on: this is the
+    installed functorch's code, not a copy of it. The function's source is read at run time
+    (inspect.getsourcelines), its one local assignment `AGGRESSIVE_RECOMPUTATION = False` (torch 1.13,
+    functorch/_src/partitioners.py; torch 2 makes it torch._functorch.config.aggressive_recomputation) is
+    turned to True, and the result is compiled in the partitioners module's own namespace, with the
+    installed file's name and line numbers, so it calls the same helpers. With the switch on, the
+    partitioner bans from recomputation only random ops and its compute-intensive ops (mm, convolution,
+    bmm, addmm, upsample_bilinear2d) and may recompute everything else (batch norm, relu, add, cat,
+    pooling, views). Raises RuntimeError naming the file when the assignment is not there exactly once
+    (another functorch). The module's own function is left as it is."""
+    import ast
+    import builtins
+    import inspect
+    from functorch._src import partitioners
+    f = partitioners.min_cut_rematerialization_partition
+    lines, first = inspect.getsourcelines(f)
+    src = "".join(lines)
+    where = inspect.getsourcefile(f) or partitioners.__file__
+    if src.count(AGGRESSIVE_SWITCH) != 1:
+        raise RuntimeError("remat_torch: %s: min_cut_rematerialization_partition has %d lines `%s`, not 1: "
+                           "this functorch's aggressive mode cannot be switched on" %
+                           (where, src.count(AGGRESSIVE_SWITCH), AGGRESSIVE_SWITCH))
+    tree = ast.parse(src.replace(AGGRESSIVE_SWITCH, "AGGRESSIVE_RECOMPUTATION = True"))
+    ast.increment_lineno(tree, first - 1)
+    defined = {}
+    exec(builtins.compile(tree, where, "exec"), vars(partitioners), defined)    # this module's compile is ours
+    return defined[f.__name__]
+
+
 def min_cut_compile(model, example_inputs, ops="nvfuser", sink=False):
     """functorch's min-cut rematerialization partitioner, through the same interpreter. remat_report counts
     the forward nodes its backward graph recomputes ("recomputed_nodes") and their FLOPs by the remat
-    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports).
+    graph's counts ("recompute_flops", "overhead": over forward + backward FLOPs, as remat reports), and
+    how many of them are random ops drawn again without their generator state ("random_recomputed").
 
     ops: the partitioner's `compiler` argument, which picks the ops it may recompute: "nvfuser" (torch
     1.13's default: pointwise ops and reductions, no views, so a pointwise op whose output the backward
     reads through a view, as GELU's through the next linear's reshape, is saved) or "inductor" (views
-    too, within 4 nodes of the backward; torch 2's default). sink=True moves each recomputed node to just
-    before its first user, as compile does for remat's keep sets: functorch leaves them where the joint
-    graph had them, at the start of the backward, where they rebuild every value at once, and only a
-    fusing compiler (not this interpreter) would move them. The recomputed nodes carry RECOMPUTED."""
+    too, within 4 nodes of the backward; torch 2's default) or "aggressive" (functorch's own aggressive
+    mode, aggressive_min_cut_partition: every op but random and compute-intensive ones, so batch norm,
+    pooling, add and cat too; the "inductor" list still sets its fusion weights). sink=True moves each
+    recomputed node to just before its first user, as compile does for remat's keep sets: functorch
+    leaves them where the joint graph had them, at the start of the backward, where they rebuild every
+    value at once, and only a fusing compiler (not this interpreter) would move them. The recomputed
+    nodes carry RECOMPUTED."""
+    if ops not in ("nvfuser", "inductor", "aggressive"):
+        raise ValueError("remat_torch: min_cut_compile's ops '%s' is not nvfuser, inductor or aggressive" % ops)
+    cut = aggressive_min_cut_partition() if ops == "aggressive" else min_cut_rematerialization_partition
     n_params, frozen = _param_info(model)
     report = {"partitioner": "min_cut_rematerialization_partition", "ops": ops,
               "placement": "first use" if sink else "functorch's"}
@@ -573,12 +613,16 @@ def min_cut_compile(model, example_inputs, ops="nvfuser", sink=False):
     def partition(joint, joint_inputs):
         graph = joint_to_graph(joint, n_params, frozen, real=_real_primals(model, example_inputs))[0]
         fwd_names = {n.name for n in split_joint(joint)[0]}
-        fw, bw = min_cut_rematerialization_partition(joint, joint_inputs, compiler=ops)
+        fw, bw = cut(joint, joint_inputs, compiler="inductor" if ops == "aggressive" else ops)
         flops = {d["id"]: (d.get("flops", 0), d.get("bwd_flops", 2 * d.get("flops", 0))) for d in graph["ops"]}
         moved = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in fwd_names]
         again = recomputed_in(fw, bw)
         report.update(recomputed_nodes=len(again), recompute_flops=sum(flops.get(x, (0, 0))[0] for x in again))
         report["overhead"] = report["recompute_flops"] / max(1, sum(f + b for f, b in flops.values()))
+        # functorch 1.13 bans native_dropout, rand_like and randn_like from recomputation, but on CPU
+        # dropout is traced as bernoulli_, which the aggressive mode then draws again: a new mask
+        report["random_recomputed"] = sum(1 for n in bw.graph.nodes if n.name in again and
+                                          (_pkt(n).rstrip("_") in RANDOM or _pkt(n) in RANDOM))
         if sink:
             sink_recomputation(bw, set(moved))
         mark_recomputed(bw, again)

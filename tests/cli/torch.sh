@@ -131,7 +131,10 @@ m, i = c.build(sys.argv[1]); json.dump(c.remat_torch.graph_of(m, i), open(sys.ar
     # recomputing nodes, min-cut as torch 1.13 runs it keeps the default
     # partitioner's peak, the inductor op list with its recomputation sunk
     # lowers the GPT's by exactly its four GELU outputs, and remat at that
-    # peak (objective time) stays within it with bit-identical gradients.
+    # peak (objective time) stays within it with bit-identical gradients;
+    # functorch's own aggressive mode (its AGGRESSIVE_RECOMPUTATION switch on)
+    # lowers the small U-Net's peak with bit-identical gradients, recomputing
+    # batch norm but no convolution, and redraws the GPT's 13 dropout masks.
     expect torch_recompute_clock 0 "recompute_clock: 0 failed" -- $PYT tests/torch/recompute_clock.py "$REMAT"
     expect torch_sqrtn_checkpoint 0 "measured reduction" -- "$PY" tests/torch/checkpoint_sqrtn.py "$REMAT"
     expect torch_resnet50_blocks_vs_auto 0 "E / E_auto" -- "$PY" scripts/bench_resnet50.py "$REMAT" --no-export

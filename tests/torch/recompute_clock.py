@@ -26,6 +26,19 @@ shared), only counts, bytes and bits:
    carries a duration for every op it may recompute, and its gradients,
    like the sunk min-cut's, are bit-identical to eager PyTorch's.
 
+4. functorch's aggressive mode (min_cut_compile(ops="aggressive"), the
+   installed partitioner with AGGRESSIVE_RECOMPUTATION switched on) on the
+   small U-Net, sunk: gradients bit-identical to eager, the measured peak
+   below the default partitioner's, every recomputing node timed (the count
+   read off the graphs, as in 2, and the report's), batch norm among them
+   and no op the mode bans (convolution, mm, ...); remat at that peak
+   measures at most it, gradients bit-identical. Placed where functorch
+   puts them, the same recomputations do not lower the peak below the
+   sunk one's. On the GPT the mode draws each of its 13 dropout masks
+   again (bernoulli_, which functorch 1.13 does not count as random): the
+   report counts one per nn.Dropout module and the gradients are not
+   eager's. A functorch without the switch's line is refused by name.
+
 Prints one line per check; exits 1 on a failed one.
 """
 import json
@@ -85,6 +98,78 @@ def compiled_graphs(make):
     finally:
         remat_torch.runner = orig
     return step, seen
+
+
+# What functorch 1.13's aggressive mode never recomputes (partitioners.py: random_ops, compute_intensive_ops)
+BANNED = {"native_dropout", "rand_like", "randn_like", "mm", "convolution", "convolution_backward", "bmm", "addmm",
+          "upsample_bilinear2d"}
+
+
+def aggressive(remat, gpt, gpt_params, gpt_inputs):
+    """Section 4 of the docstring."""
+    from torch_joint import _pkt
+    model, inputs = rc.build("unet")
+    params = list(model.parameters())
+    _, eager = rc.profiled_step(model, params, inputs)
+    graph = remat_torch.graph_of(model, inputs)
+    resident = sum(t["bytes"] for t in graph["inputs"] + graph["params"])
+
+    def peak(step):
+        rc.profiled_step(step, params, inputs)
+        p, grads = rc.profiled_step(step, params, inputs)
+        return p, all(torch.equal(u, v) for u, v in zip(eager, grads))
+    p_sa, _ = peak(remat_torch.store_all_compile(model, inputs))
+    ag, ag_g = compiled_graphs(lambda: remat_torch.min_cut_compile(model, inputs, ops="aggressive", sink=True))
+    p_ag, same = peak(ag)
+    check("aggressive min-cut (sunk) on the U-Net", p_ag < p_sa and same,
+          "measured %d B < the default partitioner's %d B, gradients %s" %
+          (p_ag, p_sa, "bit-identical to eager" if same else "DIFFERENT"))
+    fw, bw = ag_g[0], ag_g[1]
+    names = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    ops = sorted({_pkt(n) for n in bw.graph.nodes if n.op == "call_function" and n.name in names})
+    want = recomputing_nodes(fw, bw)
+    got = clocked(ag, params, inputs)
+    check("clock aggressive min-cut", want > 0 and got[0] == want == ag.remat_report["recomputed_nodes"],
+          "%d timed calls per step, %d recomputing nodes in its backward graph, %d reported" %
+          (got[0], want, ag.remat_report["recomputed_nodes"]))
+    check("aggressive min-cut recomputes", "native_batch_norm" in ops and not BANNED & set(ops),
+          "%s: batch norm, none of the ops the mode bans" % ", ".join(ops))
+    p_at, _ = peak(remat_torch.min_cut_compile(model, inputs, ops="aggressive"))
+    check("aggressive min-cut (functorch's placement)", p_at > p_ag,
+          "%d B > the sunk placement's %d B: the recomputations run at the start of the backward" % (p_at, p_ag))
+    st = remat_torch.compile(model, inputs, budget=resident + p_ag, remat=remat, objective="time", calibrate=2)
+    p_st, same_st = peak(st)
+    check("remat (time) at the aggressive min-cut's peak", p_st <= p_ag and same_st,
+          "%s, measured %d B <= %d B, gradients %s" % (st.remat_report["chosen"], p_st, p_ag,
+                                                       "bit-identical" if same_st else "DIFFERENT"))
+
+    _, eager = rc.profiled_step(gpt, gpt_params, gpt_inputs)
+    g = remat_torch.min_cut_compile(gpt, gpt_inputs, ops="aggressive", sink=True)
+    rc.profiled_step(g, gpt_params, gpt_inputs)
+    _, grads = rc.profiled_step(g, gpt_params, gpt_inputs)
+    drops = sum(1 for m in gpt.modules() if isinstance(m, torch.nn.Dropout))
+    differ = not all(torch.equal(u, v) for u, v in zip(eager, grads))
+    check("aggressive min-cut redraws the GPT's dropout", g.remat_report["random_recomputed"] == drops and differ,
+          "%d random ops drawn again, %d nn.Dropout modules; gradients %s eager's" %
+          (g.remat_report["random_recomputed"], drops, "not" if differ else "EQUAL TO"))
+
+    switch = remat_torch.AGGRESSIVE_SWITCH
+    remat_torch.AGGRESSIVE_SWITCH = "AGGRESSIVE_RECOMPUTATION = Maybe"
+    try:
+        remat_torch.aggressive_min_cut_partition()
+        msg = "no error"
+    except RuntimeError as e:
+        msg = str(e)
+    finally:
+        remat_torch.AGGRESSIVE_SWITCH = switch
+    check("aggressive min-cut without the switch's line", "partitioners.py" in msg and
+          "0 lines `AGGRESSIVE_RECOMPUTATION = Maybe`" in msg and "cannot be switched on" in msg, msg)
+    try:
+        remat_torch.min_cut_compile(model, inputs, ops="eager")
+        msg = "no error"
+    except ValueError as e:
+        msg = str(e)
+    check("min-cut ops refused", "ops 'eager' is not nvfuser, inductor or aggressive" in msg, msg)
 
 
 def main():
@@ -152,6 +237,7 @@ def main():
     got = clocked(st, params, inputs)
     check("clock remat (time)", marked > 0 and got[0] == marked,
           "%d timed calls per step, %d nodes marked as recomputations in its graphs" % (got[0], marked))
+    aggressive(remat, model, params, inputs)
     print("recompute_clock: %d failed" % len(BAD))
     return 1 if BAD else 0
 
