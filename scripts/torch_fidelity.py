@@ -67,8 +67,9 @@ def all_classification():
 
 
 # Inputs some models need beyond --size: a minimum size, or windows that
-# must tile it (maxvit_t's 7x7 partitions at every stage: 224).
-MIN_SIZE = {"inception_v3": 96, "maxvit_t": 224}
+# must tile it (maxvit_t's 7x7 partitions at every stage: 224; vit_h_14's
+# 14x14 patches: 70, the least multiple of 14 above 64).
+MIN_SIZE = {"inception_v3": 96, "maxvit_t": 224, "vit_h_14": 70}
 
 
 def export_cmd(model, batch, size):
