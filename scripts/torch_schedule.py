@@ -208,6 +208,34 @@ def _getitem(n):
     return n.op == "call_function" and getattr(n.target, "__name__", "") == "getitem"
 
 
+def gradient_steps(joint, graph, tid, schedule):
+    """({gradient node name: the instruction of the remat BWD step it belongs to}, counts of how each was
+    assigned) for AOTAutograd's gradient nodes of a joint graph (those that depend on a tangent), in the
+    joint's order: the op whose inputs, outputs and saves best match the forward values the node reads
+    (Owners), the earliest such step at or after the latest step of its gradient inputs; a node that reads no
+    forward value an op holds goes to that latest step (the first BWD when it has none)."""
+    _, bwd, first_bwd = intervals(schedule, graph)
+    dep = {n for n in joint.graph.nodes if _is_tangent(n)}
+    owner = Owners(graph["ops"], tid)
+    step, assigned = {}, collections.Counter()
+    for n in joint.graph.nodes:
+        if n.op != "call_function" or not any(a in dep for a in n.all_input_nodes):
+            continue
+        dep.add(n)
+        fargs = [a for a in n.all_input_nodes if a not in dep]
+        floor = max([step[a.name] for a in n.all_input_nodes if a.name in step] or [first_bwd])
+        cands = sorted(bwd[x] for x in owner(n, fargs) if x in bwd)
+        if cands:
+            ge = [c for c in cands if c >= floor]
+            s = ge[0] if ge else cands[-1]
+            assigned["matched"] += 1
+        else:
+            s = floor
+            assigned["by gradient flow"] += 1
+        step[n.name] = s
+    return step, assigned
+
+
 def build(joint, graph, tid, schedule):
     """(forward GraphModule, backward GraphModule, info) that run remat's schedule. tid: joint fx node ->
     remat tensor id (remat_torch.joint_to_graph)."""
@@ -273,38 +301,25 @@ def build(joint, graph, tid, schedule):
         bbase[n] = ph
     bb = _Builder(bg, tid, iv, bbase)
     bb.first_bwd = first_bwd
-    owner = Owners(graph["ops"], tid)
-    env, step, steps = {}, {}, {}
+    step_of, assigned = gradient_steps(joint, graph, tid, schedule)
+    env, steps = {}, {}
     # RECOMPUTE instructions of the backward, made where remat's schedule makes them (before the first
     # gradient node of a later step), so that the live set follows the replay remat predicted.
     pending = collections.deque((i, by_name[ins.partition(" ")[2]]) for i, ins in enumerate(schedule)
                                 if i > first_bwd and ins.startswith("RECOMPUTE ") and
                                 ins.partition(" ")[2] in by_name)
-    assigned = collections.Counter()
     saved_names = {n.name for n in saved}
     for n in one.nodes:
         if n.op == "placeholder":
             if n.name not in saved_names:
                 env[n] = bbase[by_name[n.name]]   # a tangent; a saved value is read per instance
-            step[n] = None
             continue
         if n.op == "output":
             bg.output(fx.node.map_arg(n.args[0], lambda a: env[a]))
             continue
         if n.name in fwd_names:
             continue    # a forward copy: made on demand, per instance
-        fargs = [a for a in n.all_input_nodes if a.name in fwd_names or a.name in saved_names]
-        gargs = [a for a in n.all_input_nodes if a not in fargs]
-        floor = max([step[a] for a in gargs if step.get(a) is not None] or [first_bwd])
-        cands = sorted(bwd[x] for x in owner(n, [by_name[a.name] for a in fargs]) if x in bwd)
-        if cands:
-            ge = [c for c in cands if c >= floor]
-            s = ge[0] if ge else cands[-1]
-            assigned["matched"] += 1
-        else:
-            s = floor
-            assigned["by gradient flow"] += 1
-        step[n] = s
+        s = step_of[n.name]
         while pending and pending[0][0] <= s:
             c, m = pending.popleft()
             bb.at(m, c, c)

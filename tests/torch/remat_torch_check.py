@@ -7,7 +7,8 @@
 For each model (small configurations: CPU, one thread) and each fraction f:
 
 1. remat_torch.graph_of gives the remat graph of the model's AOTAutograd
-   joint graph; `remat replay` its store-all peak P (whole step), its
+   joint graph (random draws kept, no generator state saved: the graph
+   store-all runs with); `remat replay` its store-all peak P (whole step), its
    activation peak A (activations, their gradients, workspace: what a plan
    can change) and the bytes R resident before the step (params and inputs).
    The budget is remat's --activation-budget f x A (the quantity Checkmate
@@ -144,7 +145,9 @@ def main():
         model, inputs = build(name)
         params = list(model.parameters())
         _, eager_grads = profiled_step(model, params, inputs)
-        graph = remat_torch.graph_of(model, inputs, rng=not a.no_rng)
+        # store-all's graph: its draws kept, as compile plans a budget that needs no recomputation (a
+        # generator state is saved only for a draw a plan recomputes), so P is what store-all measures
+        graph = remat_torch.graph_of(model, inputs, rng=False)
         P, R, A = replay(a.remat, graph, workdir, name)
         sa = remat_torch.store_all_compile(model, inputs)
         sa_peak, sa_grads = profiled_step(sa, params, inputs)
