@@ -54,7 +54,8 @@ static remat_analysis *load_gen(const remat_gen_opts *o, remat_graph **g)
     return a;
 }
 
-static uint64_t the_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, int *infeasible)
+static uint64_t the_bound_floor(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, int *infeasible,
+                                remat_peak_floor *floor)
 {
     remat_plan_options o;
     remat_plan_options_init(&o);
@@ -68,8 +69,13 @@ static uint64_t the_bound(const remat_analysis *a, remat_budget_kind kind, uint6
     P.o = &o;
     P.err = &err;
     uint64_t lb = 0;
-    ck_assert_msg(remat__bound_extra(&P, &lb, infeasible) == REMAT_OK, "%s", err.msg);
+    ck_assert_msg(remat__bound_extra(&P, &lb, infeasible, floor) == REMAT_OK, "%s", err.msg);
     return lb;
+}
+
+static uint64_t the_bound(const remat_analysis *a, remat_budget_kind kind, uint64_t budget, int *infeasible)
+{
+    return the_bound_floor(a, kind, budget, infeasible, NULL);
 }
 
 static uint64_t store_all_metric(const remat_analysis *a, remat_budget_kind kind)
@@ -101,6 +107,7 @@ static double param_num(const char *json, const char *key)
 typedef struct {
     unsigned plans, tight, infeasible, positive;
     unsigned cs_runs, cs_above, cs_finished, cs_ub_proved;
+    unsigned floors, floor_met; /* peaks checked against the peak floor; budgets some plan's peak met it at */
 } tally;
 
 /* The class search (class_search.c) at budget, stopped after `expansions`
@@ -156,8 +163,18 @@ static void check_graph(const remat_analysis *a, const char *what, tally *tl)
         uint64_t top = store_all_metric(a, kind);
         for (size_t f = 0; f < sizeof fr / sizeof fr[0]; f++) {
             uint64_t budget = (uint64_t)((double)top * fr[f]);
-            int infeasible = 0;
-            uint64_t lb = the_bound(a, kind, budget, &infeasible);
+            int infeasible = 0, floor_met = 0;
+            remat_peak_floor pf;
+            uint64_t lb = the_bound_floor(a, kind, budget, &infeasible, &pf);
+            /* The peak floor proves exactly the budgets it exceeds
+             * infeasible, and no less than what the bound alone says. */
+            ck_assert_msg(pf.step != REMAT_NONE, "%s: no peak floor", what);
+            int alone = 0;
+            (void)the_bound(a, kind, budget, &alone);
+            ck_assert_msg(alone == infeasible && infeasible == (pf.bytes > budget),
+                          "%s, %s budget %llu: floor %llu, infeasible %d (bound alone %d)", what,
+                          kk ? "activation" : "total", (unsigned long long)budget, (unsigned long long)pf.bytes,
+                          infeasible, alone);
             tl->infeasible += infeasible;
             tl->positive += !infeasible && lb > 0;
             /* The class search stopped early (its frontier's bound) after
@@ -229,10 +246,19 @@ static void check_graph(const remat_analysis *a, const char *what, tally *tl)
                                   si[i].name, err.msg);
                 }
                 if (st == REMAT_OK || (st == REMAT_EINFEASIBLE && r.recompute_counts)) {
+                    /* Every schedule's peak, fitting or not, is at least the
+                     * floor (every strategy's schedules are of its class). */
+                    uint64_t m = kind == REMAT_BUDGET_ACTIVATION ? r.activation_peak : r.peak_bytes;
+                    ck_assert_msg(pf.bytes <= m, "%s, %s budget %llu: peak floor %llu above %s's replayed %llu", what,
+                                  kk ? "activation" : "total", (unsigned long long)budget,
+                                  (unsigned long long)pf.bytes, si[i].name, (unsigned long long)m);
+                    tl->floors++;
+                    floor_met |= pf.bytes == m;
                     remat_replay_result_destroy(&r);
                     remat_plan_destroy(&plan);
                 }
             }
+            tl->floor_met += floor_met;
             /* From the best plan as its incumbent: "nothing cheaper" is a
              * bound equal to the incumbent, and never above it. */
             if (best != UINT64_MAX && best > 0)
@@ -255,7 +281,7 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs)
     uint64_t seed = 2020 + (uint64_t)_i * 7919;
     char *json = malloc(1 << 16);
     ck_assert(json);
-    tally tl = {0, 0, 0, 0, 0, 0, 0, 0};
+    tally tl = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < 5; k++) {
         spec G;
         spec_generate(&seed, &G);
@@ -270,9 +296,10 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_random_graphs)
     }
     free(json);
     printf("bound on random graphs (%d): %u plans, %u met the bound, %u budgets with a positive bound, %u "
-           "infeasible; class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal\n",
+           "infeasible; class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal; "
+           "%u peaks at or above the peak floor, met at %u budgets\n",
            _i, tl.plans, tl.tight, tl.positive, tl.infeasible, tl.cs_runs, tl.cs_above, tl.cs_finished,
-           tl.cs_ub_proved);
+           tl.cs_ub_proved, tl.floors, tl.floor_met);
     ck_assert_uint_gt(tl.plans, 0);
     ck_assert_uint_gt(tl.positive, 0);
 }
@@ -280,7 +307,7 @@ END_TEST
 
 START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_generated_families)
 {
-    tally tl = {0, 0, 0, 0, 0, 0, 0, 0};
+    tally tl = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int k = 0; k < 3; k++) {
         remat_gen_opts o;
         remat_gen_opts_init(&o, k == 2 ? REMAT_GEN_CHAIN : REMAT_GEN_LAYERED);
@@ -314,8 +341,11 @@ START_TEST(bound_should_never_exceed_any_strategys_extra_flops_on_generated_fami
         remat_graph_destroy(g);
     }
     printf("bound on generated and bundled graphs: %u plans, %u met the bound, %u budgets with a positive bound; "
-           "class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal\n",
-           tl.plans, tl.tight, tl.positive, tl.cs_runs, tl.cs_above, tl.cs_finished, tl.cs_ub_proved);
+           "class search: %u runs, %u above bound.c, %u finished, %u proved an incumbent optimal; %u peaks at or "
+           "above the peak floor, met at %u budgets\n",
+           tl.plans, tl.tight, tl.positive, tl.cs_runs, tl.cs_above, tl.cs_finished, tl.cs_ub_proved, tl.floors,
+           tl.floor_met);
+    ck_assert_uint_gt(tl.floor_met, 0);
     ck_assert_uint_gt(tl.cs_above, 0);
     ck_assert_uint_gt(tl.positive, 0);
 }

@@ -312,7 +312,7 @@ static void check_certificate(const remat_analysis *a, int kind, uint64_t budget
     P.err = &err;
     uint64_t kb = 0;
     int infeasible = 0;
-    ck_assert_int_eq(remat__bound_extra(&P, &kb, &infeasible), REMAT_OK);
+    ck_assert_int_eq(remat__bound_extra(&P, &kb, &infeasible, NULL), REMAT_OK);
     if (sp != UINT64_MAX)
         ck_assert_msg(!infeasible && kb <= sp, "bound %llu (infeasible %d) above the class optimum %llu",
                       (unsigned long long)kb, infeasible, (unsigned long long)sp);

@@ -714,7 +714,7 @@ remat_status remat__strategy_auto(remat_planner *P, remat_plan *out)
     }
     pool_destroy(&pool_from_b);
     if (!fatal(st))
-        st = remat__bound_extra(P, &S.lb, &S.lb_infeasible);
+        st = remat__bound_extra(P, &S.lb, &S.lb_infeasible, NULL);
     if (!fatal(st) && !S.lb_infeasible)
         st = run_class_search(&S, &Q);
     if (!fatal(st) && !S.lb_infeasible && !S.class_optimal) {

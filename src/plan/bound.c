@@ -29,7 +29,9 @@
  * one in part) is a lower bound too. The bound is the largest such figure
  * over all steps; a step whose (a) and (b) and the outputs of ops that
  * cannot be recomputed exceed the budget on their own proves the budget
- * infeasible for the class.
+ * infeasible for the class. The largest of those sums over all steps is a
+ * floor no schedule of the class peaks below, whatever it recomputes (the
+ * peak floor plan.c quotes when a strategy misses a budget).
  *
  * Cost: the storages enter a Fenwick tree ranked by charge per byte when
  * they are born and leave it after their last read; the steps' own
@@ -128,7 +130,7 @@ static uint64_t sat_add(uint64_t x, uint64_t y)
     return x > UINT64_MAX - y ? UINT64_MAX : x + y;
 }
 
-remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible)
+remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible, remat_peak_floor *floor)
 {
     const remat_analysis *a = P->a;
     const remat_graph *g = a->g;
@@ -136,6 +138,10 @@ remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible)
     const uint32_t n = g->n_ops, T = n + a->n_bwd, nt = g->n_tensors;
     *lb = 0;
     *infeasible = 0;
+    if (floor) {
+        floor->bytes = 0;
+        floor->step = REMAT_NONE;
+    }
     /* Under sharding the fixed bytes of (a) depend on where the collectives
      * land, which the store-all profile does not show: 0 is the bound that
      * stays true. */
@@ -229,7 +235,9 @@ remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible)
     ev_off[0] = 0;
     uint64_t tree_bytes = 0, forced = 0, best = 0;
     uint32_t gen = 0;
-    for (uint32_t s = 0; s < T && !*infeasible; s++) {
+    /* With a floor asked for, every step is judged: the floor is the
+     * largest of them, not the first one over the budget. */
+    for (uint32_t s = 0; s < T && (floor || !*infeasible); s++) {
         for (uint32_t e = ev_off[s]; e < ev_off[s + 1]; e++) {
             uint32_t k = ev[e] & 0x7fffffffu, t = byrank[k];
             int enter = !(ev[e] & 0x80000000u);
@@ -282,6 +290,10 @@ remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible)
                 }
             }
         uint64_t floor_b = sat_add(sat_add(fixed[s], must), forced - fixed_out);
+        if (floor && (floor->step == REMAT_NONE || floor_b > floor->bytes)) {
+            floor->bytes = floor_b;
+            floor->step = s;
+        }
         if (floor_b > budget) {
             *infeasible = 1;
         } else {

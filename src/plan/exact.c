@@ -587,7 +587,7 @@ static remat_status exact_glpk(remat_planner *P, remat_plan *out)
     remat_schedule_destroy(&class_found);
     if (st == REMAT_OK && !known) {
         uint64_t kb = 0;
-        st = remat__bound_extra(P, &kb, &known_infeasible);
+        st = remat__bound_extra(P, &kb, &known_infeasible, NULL);
         known = known_infeasible ? 0 : kb;
     }
     int closed = st == REMAT_OK && pool.have && pool.best_e.extra_flops <= known;

@@ -155,8 +155,16 @@ remat_status remat__fixed_profile(const remat_planner *P, const remat_exec_extra
  * FWD and BWD steps in the analysis's order (any RECOMPUTE and FREE between
  * them) within P's budget (bound.c). *infeasible = 1 (and *lb = UINT64_MAX)
  * when no such schedule fits; no budget gives 0. O((ops + refs) log tensors)
- * and one replay of the store-all schedule. */
-remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible);
+ * and one replay of the store-all schedule. With floor (may be NULL): the
+ * peak floor of the class in the budget's metric, every schedule's peak is
+ * at least floor->bytes, and the step that forces it (0..n-1 the forward
+ * positions, n.. the backward steps; REMAT_NONE with bytes 0 where no bound
+ * is known: no budget, or sharded). */
+typedef struct {
+    uint64_t bytes;
+    uint32_t step;
+} remat_peak_floor;
+remat_status remat__bound_extra(remat_planner *P, uint64_t *lb, int *infeasible, remat_peak_floor *floor);
 
 /* The least extra FLOPs over every schedule of that class within P's
  * budget, by a best-first search over (step, resident activations), and a
