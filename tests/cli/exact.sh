@@ -43,6 +43,18 @@ expect exact_infeasible 4 "the smallest peak of any schedule in its class is 200
 expect exact_infeasible_activation 4 "strategy exact cannot meet the activation budget of 1 B" -- \
     "$REMAT" plan graphs/mlp2.json --strategy exact --activation-budget 1
 
+# Every strategy that misses a budget quotes the class's peak floor
+# (bound.c). On mlp423 it is relu a1's backward step: a1 itself (its save),
+# a1's gradient and h1's gradient, which the step writes, each 16 x 20 f64:
+# 3 x 2560 = 7680 B. One byte below, no schedule fits, and the message says
+# where; at 7680 B auto fits (the floor is tight); store-all, which misses
+# 8000 B, is told how low a schedule could go.
+expect floor_proves_infeasible 4 "no schedule that runs each step once, in the graph's order, fits: at bwd:a1 it holds at least 7.50 KiB (7680 B)" -- \
+    "$REMAT" plan graphs/mlp423.json --strategy auto --activation-budget 7679
+expect floor_is_met 0 "forward 13632" -- "$REMAT" plan graphs/mlp423.json --strategy auto --activation-budget 7680
+expect floor_below_a_miss 4 "goes below 7.50 KiB (7680 B) (at bwd:a1)" -- \
+    "$REMAT" plan graphs/mlp423.json --strategy store-all --activation-budget 8000
+
 # Past 200 ops the program is refused, not left to run.
 "$REMAT" gen chain --ops 201 -o "$T/chain201.json"
 expect exact_too_large 3 "the graph has 201 ops; the exact program handles at most 200" -- \

@@ -119,6 +119,18 @@ m, i = c.build(sys.argv[1]); json.dump(c.remat_torch.graph_of(m, i, rng=False), 
     }
     expect torch_remat_torch_chain 0 "ok f=0.5 activation-budget $(act_budget chain 0.5) B: dtr" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.5,0.9 --no-auto
+    # resnet18 at half its activation peak is out of reach of every schedule,
+    # and remat proves it (src/plan/plan.c's floor_note): the stem's batch-norm
+    # backward step alone holds its input, its output's gradient, its input's
+    # gradient and its CPU temporary, 4 x (16 x 64 x 48 x 48 x 4 B), its saved
+    # mean and inverse std (2 x 64 x 4 B) and the loss (4 B, not recomputable).
+    # At that floor (plus the gradient seed PyTorch holds all backward) a plan
+    # runs within it: the floor is tight.
+    expect torch_remat_torch_resnet18_floor 0 \
+        "at bwd:native_batch_norm every schedule holds at least $((4 * 16 * 64 * 48 * 48 * 4 + 2 * 64 * 4 + 4)) B" -- \
+        $PYT tests/torch/remat_torch_check.py "$REMAT" --models resnet18 --fractions 0.5 --no-auto
+    expect torch_remat_torch_chain_keep_set 0 "ok f=0.7 activation-budget $(act_budget chain 0.7) B:" -- \
+        $PYT tests/torch/remat_torch_check.py "$REMAT" --models chain --fractions 0.7 --no-auto --tolerance 0.01
     expect torch_remat_torch_gpt_schedule 0 "ok f=0.5 activation-budget $(act_budget gpt 0.5) B: dtr (schedule graphs)" -- \
         $PYT tests/torch/remat_torch_check.py "$REMAT" --models gpt --fractions 0.5 --strategy dtr
     # Dropout masks recomputed under the generator state saved at their draw

@@ -87,6 +87,11 @@ def build(name, seed=0):
     raise SystemExit("remat_torch_check: no model '%s'" % name)
 
 
+# remat's proof that a budget is out of reach of every schedule (src/plan/plan.c, floor_note)
+FLOOR = re.compile(r"no schedule that runs each step once, in the graph's order, fits: at (\S+) it holds at least "
+                   r"[^(]*\(([0-9]+) B\)")
+
+
 def profiled_step(step, params, inputs, seed=123, activation=False):
     """One training step under the profiler: (peak bytes beyond what existed, gradients), and with
     activation=True (peak, activation peak, gradients): remat_torch.measured_peaks."""
@@ -155,8 +160,12 @@ def main():
         print("%s: %d ops; store-all: remat %d B beyond %d B resident, measured %d B (%.4f); gradients %s" %
               (name, len(graph["ops"]), P - R, R, sa_peak, sa_peak / (P - R),
                "bit-identical" if same else "DIFFERENT"))
-        for f in (float(s) for s in a.fractions.split(",")):
-            if a.budget_kind == "activation":
+        queue = [(float(s), None) for s in a.fractions.split(",")]
+        while queue:
+            f, floor = queue.pop(0)
+            if floor is not None:
+                budget, option = floor, option
+            elif a.budget_kind == "activation":
                 budget, option = int(f * A), "--activation-budget"
             else:
                 budget, option = P - int((1 - f) * A), "--budget"
@@ -165,8 +174,22 @@ def main():
                                            strategies=strategies, calibrate=a.calibrate if option == "--budget"
                                            else 0, schedule=a.schedule, rng=not a.no_rng)
             except RuntimeError as e:
-                bad += 1
                 msg = str(e)
+                proof = FLOOR.search(msg)
+                if proof and floor is None and int(proof.group(2)) > budget:
+                    # Out of reach of every schedule, and remat says where: plan at that floor instead,
+                    # which checks that the floor is reached, so the proof is tight. Plus the gradient
+                    # seed's bytes (ones_like(loss)): torch.autograd.backward holds it in its frame until
+                    # the backward returns, where remat frees it after the first backward step (the 4 B
+                    # every measured peak here is above remat's).
+                    seed = sum(o["bytes"] for d in graph["ops"] for o in d.get("outputs", [d])
+                               if o["id"] in graph["outputs"])
+                    print("  below the floor f=%.1f %s %d B: no schedule fits (at %s every schedule holds at "
+                          "least %s B); planned at that floor plus the %d B gradient seed:" %
+                          (f, option[2:], budget, proof.group(1), proof.group(2), seed))
+                    queue.insert(0, (f, int(proof.group(2)) + seed))
+                    continue
+                bad += 1
                 # every strategy says the least peak it reaches: quote the least of them
                 least = sorted(re.findall(r"the smallest [^;]*? \(([0-9]+) B\)", msg), key=int)
                 small = msg.find("the smallest") if not least else msg.find("(%s B)" % least[0])
@@ -183,10 +206,11 @@ def main():
             ok = same and abs(ratio - 1) <= a.tolerance and within
             bad += not ok
             cal = rep.get("calibration") or []
-            print("  %s f=%.1f %s %d B%s: %s (%s graphs) keeps %d, %d recomputed nodes, extra FLOPs %.1f%%; "
+            print("  %s f=%s %s %d B%s: %s (%s graphs) keeps %d, %d recomputed nodes, extra FLOPs %.1f%%; "
                   "step peak predicted %d B, measured %d B (%.4f); activation peak predicted %d B, measured %d B, "
                   "within budget: %s; gradients %s%s" %
-                  ("ok" if ok else "FAIL", f, option[2:], budget,
+                  ("ok" if ok else "FAIL", "%.1f" % f if floor is None else "%.3f (the floor)" % (budget / A),
+                   option[2:], budget,
                    " (planned at %d B after %d calibration rounds)" % (cal[-1]["planned_budget"], len(cal) - 1)
                    if len(cal) > 1 else "", rep["chosen"], rep["graphs"], len(rep["keep"]), rep["recomputed_nodes"],
                    100 * float(rep["overhead"] or 0), predicted, peak, ratio, int(rep["activation_peak_bytes"]), act,
