@@ -186,21 +186,17 @@ int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval 
  * message's tail: that no schedule of the class fits, with the step that
  * proves it, or the floor a better schedule of the class could still get
  * down to when it lies below what the strategy reached. Empty where no
- * floor is known (sharded) or the bound fails (out of memory: the miss is
- * the message then). */
-static void floor_note(remat_planner *P, uint64_t reached, char *buf, size_t cap)
+ * floor is known (sharded). The bound's own failure (out of memory) is
+ * the caller's, in P->err. */
+static remat_status floor_note(remat_planner *P, uint64_t reached, char *buf, size_t cap)
 {
-    remat_err local, *caller = P->err;
-    remat_err_init(&local);
-    P->err = &local;
     uint64_t lb;
     int infeasible;
     remat_peak_floor f;
-    remat_status st = remat__bound_extra(P, &lb, &infeasible, &f);
-    P->err = caller;
     buf[0] = '\0';
+    remat_status st = remat__bound_extra(P, &lb, &infeasible, &f);
     if (st != REMAT_OK || f.step == REMAT_NONE)
-        return;
+        return st;
     const remat_analysis *a = P->a;
     const uint32_t n = a->g->n_ops;
     const char *id = a->g->ops[f.step < n ? a->order[f.step] : a->bwd_order[f.step - n]].id;
@@ -214,6 +210,7 @@ static void floor_note(remat_planner *P, uint64_t reached, char *buf, size_t cap
     else if (f.bytes < reached)
         snprintf(buf, cap, "; no schedule that runs each step once, in the graph's order, goes below %s (at %s:%s)",
                  b, f.step < n ? "fwd" : "bwd", id);
+    return REMAT_OK;
 }
 
 remat_status remat_plan_make(const remat_analysis *a, const remat_plan_options *o, remat_plan *out,
@@ -313,15 +310,15 @@ remat_status remat__plan_make_probe(const remat_analysis *a, const remat_plan_op
                                remat_format_bytes(m, b3, sizeof b3));
         } else if (m > o->budget) {
             char b1[64], b2[64], tail[320] = "";
-            if (!probe)
-                floor_note(&P, m, tail, sizeof tail);
-            st = remat_err_set(err, REMAT_EINFEASIBLE,
-                               "strategy %s cannot meet the %s budget of %s: the smallest %s it reaches on this "
-                               "graph is %s%s",
-                               name, o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
-                               remat_format_bytes(o->budget, b1, sizeof b1),
-                               o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak" : "peak",
-                               remat_format_bytes(m, b2, sizeof b2), tail);
+            st = probe ? REMAT_OK : floor_note(&P, m, tail, sizeof tail);
+            if (st == REMAT_OK)
+                st = remat_err_set(err, REMAT_EINFEASIBLE,
+                                   "strategy %s cannot meet the %s budget of %s: the smallest %s it reaches on this "
+                                   "graph is %s%s",
+                                   name, o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
+                                   remat_format_bytes(o->budget, b1, sizeof b1),
+                                   o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak" : "peak",
+                                   remat_format_bytes(m, b2, sizeof b2), tail);
         }
     }
     remat_schedule_destroy(&P.scratch);
