@@ -154,15 +154,9 @@ typedef struct {
     char params[512];
 } outcome;
 
-/* The last "(N B)" of what a message says the strategy reached (before
- * the class's peak floor, which plan.c appends after "; no schedule"). */
-static uint64_t named_bytes(const char *full)
+/* The last "(N B)" of a message. */
+static uint64_t named_bytes(const char *msg)
 {
-    char msg[REMAT_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", full);
-    char *floor = strstr(msg, "; no schedule");
-    if (floor)
-        *floor = '\0';
     const char *p = msg, *last = NULL;
     while ((p = strchr(p, '(')) != NULL)
         last = p++;

@@ -58,15 +58,9 @@ void store_all_figures(const remat_analysis *a, remat_budget_kind kind, uint64_t
 }
 
 /* The last "N B" of a message: the exact bytes of the budget it names
- * (remat_format_bytes writes "300 B", or "1.00 KiB (1024 B)"), before the
- * class's peak floor, which plan.c appends after "; no schedule". */
-static uint64_t named_bytes(const char *full)
+ * (remat_format_bytes writes "300 B", or "1.00 KiB (1024 B)"). */
+static uint64_t named_bytes(const char *msg)
 {
-    char msg[REMAT_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", full);
-    char *floor = strstr(msg, "; no schedule");
-    if (floor)
-        *floor = '\0';
     const char *p = NULL, *q = msg;
     while ((q = strstr(q, " B")) != NULL) {
         if (q > msg && q[-1] >= '0' && q[-1] <= '9')

@@ -182,8 +182,8 @@ int remat__better(const remat_planner *P, const remat_eval *x, const remat_eval 
     return x->extra_flops < y->extra_flops;
 }
 
-/* What the class's peak floor (bound.c) adds to a missed budget, as the
- * message's tail: that no schedule of the class fits, with the step that
+/* What the class's peak floor (bound.c) adds to a missed budget, after the
+ * budget in the message (the smallest figure reached stays last): that no schedule of the class fits, with the step that
  * proves it, or the floor a better schedule of the class could still get
  * down to when it lies below what the strategy reached. Empty where no
  * floor is known (sharded). The bound's own failure (out of memory) is
@@ -204,11 +204,11 @@ static remat_status floor_note(remat_planner *P, uint64_t reached, char *buf, si
     remat_format_bytes(f.bytes, b, sizeof b);
     if (f.bytes > P->o->budget)
         snprintf(buf, cap,
-                 "; no schedule that runs each step once, in the graph's order, fits: at %s:%s it holds at least %s "
-                 "(the step's own tensors, the gradients and workspace live there, what cannot be recomputed)",
+                 ", and no schedule that runs each step once, in the graph's order, can (at %s:%.80s every such "
+                 "schedule holds at least %s)",
                  f.step < n ? "fwd" : "bwd", id, b);
     else if (f.bytes < reached)
-        snprintf(buf, cap, "; no schedule that runs each step once, in the graph's order, goes below %s (at %s:%s)",
+        snprintf(buf, cap, " (no schedule that runs each step once, in the graph's order, goes below %s, at %s:%.80s)",
                  b, f.step < n ? "fwd" : "bwd", id);
     return REMAT_OK;
 }
@@ -313,12 +313,12 @@ remat_status remat__plan_make_probe(const remat_analysis *a, const remat_plan_op
             st = probe ? REMAT_OK : floor_note(&P, m, tail, sizeof tail);
             if (st == REMAT_OK)
                 st = remat_err_set(err, REMAT_EINFEASIBLE,
-                                   "strategy %s cannot meet the %s budget of %s: the smallest %s it reaches on this "
-                                   "graph is %s%s",
+                                   "strategy %s cannot meet the %s budget of %s%s: the smallest %s it reaches on this "
+                                   "graph is %s",
                                    name, o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation" : "total",
-                                   remat_format_bytes(o->budget, b1, sizeof b1),
+                                   remat_format_bytes(o->budget, b1, sizeof b1), tail,
                                    o->budget_kind == REMAT_BUDGET_ACTIVATION ? "activation peak" : "peak",
-                                   remat_format_bytes(m, b2, sizeof b2), tail);
+                                   remat_format_bytes(m, b2, sizeof b2));
         }
     }
     remat_schedule_destroy(&P.scratch);

@@ -49,10 +49,10 @@ expect exact_infeasible_activation 4 "strategy exact cannot meet the activation 
 # 3 x 2560 = 7680 B. One byte below, no schedule fits, and the message says
 # where; at 7680 B auto fits (the floor is tight); store-all, which misses
 # 8000 B, is told how low a schedule could go.
-expect floor_proves_infeasible 4 "no schedule that runs each step once, in the graph's order, fits: at bwd:a1 it holds at least 7.50 KiB (7680 B)" -- \
+expect floor_proves_infeasible 4 "no schedule that runs each step once, in the graph's order, can (at bwd:a1 every such schedule holds at least 7.50 KiB (7680 B)): the smallest" -- \
     "$REMAT" plan graphs/mlp423.json --strategy auto --activation-budget 7679
 expect floor_is_met 0 "forward 13632" -- "$REMAT" plan graphs/mlp423.json --strategy auto --activation-budget 7680
-expect floor_below_a_miss 4 "goes below 7.50 KiB (7680 B) (at bwd:a1)" -- \
+expect floor_below_a_miss 4 "(no schedule that runs each step once, in the graph's order, goes below 7.50 KiB (7680 B), at bwd:a1): the smallest" -- \
     "$REMAT" plan graphs/mlp423.json --strategy store-all --activation-budget 8000
 
 # Past 200 ops the program is refused, not left to run.

@@ -88,8 +88,8 @@ def build(name, seed=0):
 
 
 # remat's proof that a budget is out of reach of every schedule (src/plan/plan.c, floor_note)
-FLOOR = re.compile(r"no schedule that runs each step once, in the graph's order, fits: at (\S+) it holds at least "
-                   r"[^(]*\(([0-9]+) B\)")
+FLOOR = re.compile(r"no schedule that runs each step once, in the graph's order, can \(at (\S+) every such schedule "
+                   r"holds at least [^(]*\(([0-9]+) B\)")
 
 
 def profiled_step(step, params, inputs, seed=123, activation=False):
@@ -195,7 +195,7 @@ def main():
                 small = msg.find("the smallest") if not least else msg.find("(%s B)" % least[0])
                 small = msg.rfind("the smallest", 0, small + 1) if least else small
                 print("  FAIL f=%.1f %s %d B: %s" % (f, option[2:], budget,
-                                                     msg[small:msg.find(";", small)] if small >= 0 else msg[:300]))
+                                                     msg[small:(msg.find(";", small) + 1 or len(msg) + 1) - 1] if small >= 0 else msg[:300]))
                 continue
             rep = step.remat_report
             predicted = int(rep["peak_bytes"]) - R
