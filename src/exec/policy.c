@@ -66,6 +66,16 @@ struct remat__policy {
     size_t cand_at, base_at;
     size_t *cpos_start, *cpos_main;
     uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
+    /* Clean steps found without looking at them (see step_sig): each base
+     * step's signature, the real steps of the last build with theirs, the
+     * tensors that may differ from the base (dirty: residency against the
+     * shadow, or dmark), and the steps whose bucket a dmarked tensor joined. */
+    uint64_t *sig, *csig;   /* SIG_WORDS per step (n_steps) */
+    uint32_t *real, n_real; /* the last build's real steps, ascending */
+    uint32_t *dirty, n_dirty, *dirty_mark, dirty_epoch;
+    uint32_t *force;        /* step -> depoch when a dmarked tensor is freed there */
+    uint64_t dmask[4];      /* the signature of the dirty tensors */
+    int dmask_stale;        /* dirty grew since dmask was made */
     /* What prepare needs that no keep set changes: the activations in
      * reverse forward order of their producers (need_end's order), each
      * one's forward free step, and for each the outputs of its recomputable
@@ -246,6 +256,12 @@ static void free_arrays(remat__policy *P)
     remat__free(P->cpos_start);
     remat__free(P->cpos_main);
     remat__free(P->dmark);
+    remat__free(P->sig);
+    remat__free(P->csig);
+    remat__free(P->real);
+    remat__free(P->dirty);
+    remat__free(P->dirty_mark);
+    remat__free(P->force);
     remat__free(P->acts);
     remat__free(P->fwd_free);
     remat__free(P->dep_off);
@@ -327,6 +343,114 @@ static remat_status append(remat_schedule *out, const remat_instr *ins, size_t n
     return REMAT_OK;
 }
 
+/* The tensors base instruction in reads or changes the residency of (its
+ * inputs and outputs, its saves, or its tensor), into l1/l2. */
+static void instr_tensors(const remat_graph *g, const remat_instr *in, const uint32_t **l1, uint32_t *n1,
+                          const uint32_t **l2, uint32_t *n2)
+{
+    *n1 = *n2 = 0;
+    if (in->kind == REMAT_I_FWD || in->kind == REMAT_I_RECOMPUTE) {
+        *l1 = remat_op_inputs(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_in;
+        *l2 = remat_op_outputs(g, &g->ops[in->arg]);
+        *n2 = g->ops[in->arg].n_out;
+    } else if (in->kind == REMAT_I_BWD) {
+        *l1 = remat_op_saves(g, &g->ops[in->arg]);
+        *n1 = g->ops[in->arg].n_save;
+    } else if (in->kind == REMAT_I_FREE) {
+        *l1 = &in->arg;
+        *n1 = 1;
+    }
+}
+
+/* Step signatures: a 256-bit Bloom filter of the tensors a step's
+ * instructions name (instr_tensors) and of its bucket. A step whose
+ * signature shares no bit with the dirty tensors' (those whose residency
+ * differs from the shadow's, and the dmarked ones) names none of them, so
+ * step_clean would pass it: the build copies a run of such steps without
+ * looking at their tensors (stretch_copy). A signature may name more than
+ * its step (a bucket that lost a tensor keeps its bit): that only sends
+ * the step to step_clean. The base's signatures are made once by
+ * remat__policy_base; a build that is adopted changes the instructions or
+ * the bucket only of the steps it made itself (the first one and its real
+ * steps: a tensor whose free step moved is dmarked, so the step it moves
+ * to is real), whose signatures it records (csig). */
+#define SIG_WORDS 4
+
+static inline void sig_add(uint64_t *sg, uint32_t x)
+{
+    const uint32_t h = (x * 2654435761u) >> 24;
+    sg[h >> 6] |= 1ull << (h & 63);
+}
+
+/* The signature of instructions ins[from, to) and step s's bucket. */
+static void sig_of(const remat__policy *P, const remat_instr *ins, size_t from, size_t to, uint32_t s, uint64_t *sg)
+{
+    const remat_graph *g = P->a->g;
+    memset(sg, 0, SIG_WORDS * sizeof *sg);
+    for (size_t i = from; i < to; i++) {
+        const uint32_t *l1 = NULL, *l2 = NULL;
+        uint32_t n1, n2;
+        instr_tensors(g, &ins[i], &l1, &n1, &l2, &n2);
+        for (uint32_t k = 0; k < n1 + n2; k++)
+            sig_add(sg, k < n1 ? l1[k] : l2[k - n1]);
+    }
+    for (uint32_t i = P->off[s]; i < P->off[s + 1]; i++)
+        sig_add(sg, P->list[i]);
+}
+
+static void dirty_add(remat__policy *P, uint32_t x)
+{
+    if (P->dirty_mark[x] == P->dirty_epoch)
+        return;
+    P->dirty_mark[x] = P->dirty_epoch;
+    P->dirty[P->n_dirty++] = x;
+    P->dmask_stale = 1;
+}
+
+/* The tensors whose residency instruction in changes: where the builder
+ * and the shadow can come to differ. */
+static void dirty_from(remat__policy *P, remat_instr in)
+{
+    const remat_graph *g = P->a->g;
+    if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+        const remat_op *op = &g->ops[in.arg];
+        const uint32_t *o = remat_op_outputs(g, op);
+        for (uint32_t j = 0; j < op->n_out; j++)
+            dirty_add(P, o[j]);
+    } else if (in.kind == REMAT_I_FREE) {
+        dirty_add(P, in.arg);
+    }
+}
+
+/* Drops the candidates that no longer differ and signs the rest. */
+static void dmask_make(remat__policy *P)
+{
+    const remat_builder *B = &P->B;
+    uint32_t w = 0;
+    memset(P->dmask, 0, sizeof P->dmask);
+    for (uint32_t k = 0; k < P->n_dirty; k++) {
+        const uint32_t x = P->dirty[k];
+        if (B->res[x] != P->shadow[x] || P->dmark[x] == P->depoch) {
+            P->dirty[w++] = x;
+            sig_add(P->dmask, x);
+        } else {
+            P->dirty_mark[x] = 0;
+        }
+    }
+    P->n_dirty = w;
+    P->dmask_stale = 0;
+}
+
+/* Whether step s surely passes step_clean (dmask current). */
+static int sig_clean(const remat__policy *P, uint32_t s)
+{
+    if (P->force[s] == P->depoch)
+        return 0;
+    const uint64_t *sg = P->sig + (size_t)s * SIG_WORDS;
+    return ((sg[0] & P->dmask[0]) | (sg[1] & P->dmask[1]) | (sg[2] & P->dmask[2]) | (sg[3] & P->dmask[3])) == 0;
+}
+
 remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
 {
     const remat_graph *g = P->a->g;
@@ -342,8 +466,14 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->cpos_start = remat__array(ns, sizeof *P->cpos_start);
         P->cpos_main = remat__array(ns, sizeof *P->cpos_main);
         P->dmark = remat__calloc(nt, sizeof *P->dmark);
+        P->sig = remat__array(ns * SIG_WORDS, sizeof *P->sig);
+        P->csig = remat__array(ns * SIG_WORDS, sizeof *P->csig);
+        P->real = remat__array(ns, sizeof *P->real);
+        P->dirty = remat__array(nt, sizeof *P->dirty);
+        P->dirty_mark = remat__calloc(nt, sizeof *P->dirty_mark);
+        P->force = remat__calloc(ns, sizeof *P->force);
         if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
-            !P->dmark)
+            !P->dmark || !P->sig || !P->csig || !P->real || !P->dirty || !P->dirty_mark || !P->force)
             return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
     }
     prepare(P, keep);
@@ -351,6 +481,9 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
     remat_status st = build_whole(P, out, P->pos_start, P->pos_main);
     if (st != REMAT_OK)
         return st;
+    const uint32_t n_op_steps = g->n_ops + P->a->n_bwd;
+    for (uint32_t k = 0; k < n_op_steps; k++)
+        sig_of(P, out->ins, P->pos_start[k], P->pos_start[k + 1], k, P->sig + (size_t)k * SIG_WORDS);
     remat_schedule_clear(&P->base);
     if ((st = append(&P->base, out->ins, out->n, err)) != REMAT_OK)
         return st;
@@ -381,26 +514,6 @@ static void shadow_apply(remat__policy *P, remat_instr in)
     }
 }
 
-
-/* The tensors base instruction in reads or changes the residency of (its
- * inputs and outputs, its saves, or its tensor), into l1/l2. */
-static void instr_tensors(const remat_graph *g, const remat_instr *in, const uint32_t **l1, uint32_t *n1,
-                          const uint32_t **l2, uint32_t *n2)
-{
-    *n1 = *n2 = 0;
-    if (in->kind == REMAT_I_FWD || in->kind == REMAT_I_RECOMPUTE) {
-        *l1 = remat_op_inputs(g, &g->ops[in->arg]);
-        *n1 = g->ops[in->arg].n_in;
-        *l2 = remat_op_outputs(g, &g->ops[in->arg]);
-        *n2 = g->ops[in->arg].n_out;
-    } else if (in->kind == REMAT_I_BWD) {
-        *l1 = remat_op_saves(g, &g->ops[in->arg]);
-        *n1 = g->ops[in->arg].n_save;
-    } else if (in->kind == REMAT_I_FREE) {
-        *l1 = &in->arg;
-        *n1 = 1;
-    }
-}
 
 /* Whether step s (the shadow at its start) would make the base's
  * instructions: the builder's step reads the residency of the tensors its
@@ -469,6 +582,47 @@ static remat_status step_copy(remat__policy *P, uint32_t s, remat_schedule *out,
     return REMAT_OK;
 }
 
+/* Steps [s, e) as the base made them, each of them sig_clean (so
+ * step_clean would pass it and step_copy copy it): their instructions in
+ * one copy, their effects on the builder and the shadow alike. No tensor
+ * they name is dirty, so its residency is the shadow's before and after
+ * and ndiff does not move. */
+static remat_status stretch_copy(remat__policy *P, uint32_t s, uint32_t e, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = P->a->g;
+    remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    const size_t from = P->pos_start[s], to = P->pos_start[e], at = out->n;
+    for (uint32_t k = s; k < e; k++) {
+        P->cpos_start[k] = at + (P->pos_start[k] - from);
+        P->cpos_main[k] = at + (P->pos_main[k] - from);
+    }
+    remat_status st = append(out, ins + from, to - from, err);
+    if (st != REMAT_OK)
+        return st;
+    for (size_t i = from; i < to; i++) {
+        const remat_instr in = ins[i];
+        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *o = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                B->res[o[j]] = P->shadow[o[j]] = 1;
+            B->fwd_done[in.arg] = 1;
+        } else if (in.kind == REMAT_I_FREE) {
+            B->res[in.arg] = P->shadow[in.arg] = 0;
+        } else if (in.kind == REMAT_I_BWD) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *sv = remat_op_saves(g, op);
+            for (uint32_t j = 0; j < op->n_save; j++)
+                B->rem[sv[j]]--;
+        }
+    }
+    for (uint32_t k = s > g->n_ops ? s : g->n_ops; k < e; k++)
+        for (uint32_t i = P->off[k]; i < P->off[k + 1]; i++)
+            B->pin[P->list[i]] = 0;
+    return REMAT_OK;
+}
+
 remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
 {
     if (!P->have_base)
@@ -483,12 +637,22 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     uint32_t s_lo = UINT32_MAX, s_hi = 0;
     if (++P->depoch == 0) {
         memset(P->dmark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dmark);
+        memset(P->force, 0, (size_t)a->n_steps * sizeof *P->force);
         P->depoch = 1;
     }
+    if (++P->dirty_epoch == 0) {
+        memset(P->dirty_mark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dirty_mark);
+        P->dirty_epoch = 1;
+    }
+    P->n_dirty = 0;
+    P->n_real = 0;
     for (uint32_t t = 0; t < g->n_tensors; t++) {
         if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t])
             continue;
         P->dmark[t] = P->depoch;
+        dirty_add(P, t);
+        if (P->fstep[t] != P->bstep[t] && P->fstep[t] < a->n_steps)
+            P->force[P->fstep[t]] = P->depoch; /* its new bucket: not in the base's signature */
         uint32_t lo = P->fstep[t] < P->bstep[t] ? P->fstep[t] : P->bstep[t];
         uint32_t hi = P->fstep[t] > P->bstep[t] ? P->fstep[t] : P->bstep[t];
         s_lo = lo < s_lo ? lo : s_lo;
@@ -539,9 +703,29 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     size_t bi = pre; /* the base's instructions applied to the shadow */
     P->last_lo = s_lo;
     for (uint32_t s = s_lo; s < n_op_steps; s++) {
+        /* Where this step's instructions start in out (the first step's
+         * op is the prefix's end). */
+        size_t c0 = s == s_lo ? P->pos_start[s_lo] : out->n;
         if (s > s_lo) {
-            for (; bi < P->pos_start[s]; bi++)
+            for (; bi < P->pos_start[s]; bi++) {
+                dirty_from(P, b->ins[bi]);
                 shadow_apply(P, b->ins[bi]);
+            }
+            if (P->dmask_stale)
+                dmask_make(P);
+            if (sig_clean(P, s)) {
+                /* A run of clean steps; with no difference left, it stops
+                 * where the join test below is due (past s_hi). */
+                const uint32_t e_max = B->ndiff == 0 ? (s > s_hi ? s : s_hi) + 1 : n_op_steps;
+                uint32_t e = s + 1;
+                while (e < e_max && sig_clean(P, e))
+                    e++;
+                if ((st = stretch_copy(P, s, e, out, err)) != REMAT_OK)
+                    break;
+                bi = P->pos_start[e];
+                s = e - 1;
+                goto stepped;
+            }
             if (step_clean(P, s)) {
                 if ((st = step_copy(P, s, out, err)) != REMAT_OK)
                     break;
@@ -555,12 +739,20 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
         }
         if ((st = step_frees(P, s)) != REMAT_OK)
             break;
+        /* A step made here: its changes are dirty candidates, and its
+         * signature is the base's should this build be adopted. */
+        for (size_t i = c0; i < out->n; i++)
+            dirty_from(P, out->ins[i]);
+        sig_of(P, out->ins, c0, out->n, s, P->csig + (size_t)P->n_real * SIG_WORDS);
+        P->real[P->n_real++] = s;
     stepped:
         if (s < s_hi || s + 1 >= n_op_steps)
             continue;
         /* Past the window: the join, where the residency is the base's. */
-        for (; bi < P->pos_start[s + 1]; bi++)
+        for (; bi < P->pos_start[s + 1]; bi++) {
+            dirty_from(P, b->ins[bi]);
             shadow_apply(P, b->ins[bi]);
+        }
         if (B->ndiff == 0) {
             B->shadow = NULL;
             P->last_join = s + 1;
@@ -605,6 +797,10 @@ remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, rema
             }
         }
     }
+    for (uint32_t k = 0; k < P->n_real; k++)
+        memcpy(P->sig + (size_t)P->real[k] * SIG_WORDS, P->csig + (size_t)k * SIG_WORDS,
+               SIG_WORDS * sizeof *P->sig);
+    P->n_real = 0;
     remat_schedule_clear(&P->base);
     remat_status st = append(&P->base, s->ins, s->n, err);
     if (st != REMAT_OK) {
