@@ -66,7 +66,7 @@ struct remat__policy {
     size_t cand_at, base_at;
     size_t *cpos_start, *cpos_main;
     uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
-    /* Clean steps found without looking at them (see step_sig): each base
+    /* Clean steps found without looking at them (see sig_of): each base
      * step's signature, the real steps of the last build with theirs, the
      * tensors that may differ from the base (dirty: residency against the
      * shadow, or dmark), and the steps whose bucket a dmarked tensor joined. */
@@ -85,6 +85,16 @@ struct remat__policy {
     uint8_t *forced;     /* activation whose producer cannot be recomputed: always kept */
     uint8_t *act;        /* tensor is an activation: prepare's pass over every tensor reads this dense
                           * copy, not the tensor records (a cache line each) */
+    /* The edit of the last prepare (prepare_edit): the keep set it was for,
+     * each activation's place in acts, a heap of places whose need_end is
+     * due again, and the tensors whose (free step, pin) moved since the
+     * base was made (bd: a superset of those that differ from the base's;
+     * bd_ok = 0 after a whole prepare, which may have moved any). */
+    int prep_ok;
+    uint8_t *pkeep;
+    uint32_t *kpos, *heap, n_heap, *hmark, hepoch;
+    uint32_t *bd, n_bd, *bd_mark, bd_epoch;
+    int bd_ok;
 };
 
 /* The keep-independent tables of prepare (see the struct), in need_end's
@@ -116,8 +126,18 @@ static remat_status tables(remat__policy *P)
     P->fwd_free = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *P->fwd_free);
     P->forced = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
     P->act = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
-    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced || !P->act)
+    const size_t nt = g->n_tensors ? g->n_tensors : 1;
+    P->pkeep = remat__calloc(nt, 1);
+    P->kpos = remat__array(nt, sizeof *P->kpos);
+    P->heap = remat__array(n ? n : 1, sizeof *P->heap);
+    P->hmark = remat__calloc(n ? n : 1, sizeof *P->hmark);
+    P->bd = remat__array(nt, sizeof *P->bd);
+    P->bd_mark = remat__calloc(nt, sizeof *P->bd_mark);
+    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced || !P->act || !P->pkeep || !P->kpos ||
+        !P->heap || !P->hmark || !P->bd || !P->bd_mark)
         return REMAT_ENOMEM;
+    for (size_t t = 0; t < nt; t++)
+        P->kpos[t] = UINT32_MAX;
     uint32_t k = 0, d = 0;
     for (uint32_t i = g->n_ops; i-- > 0;) {
         const remat_op *op = &g->ops[a->order[i]];
@@ -125,6 +145,7 @@ static remat_status tables(remat__policy *P)
         for (uint32_t j = 0; j < op->n_out; j++) {
             uint32_t t = out[j];
             P->acts[k] = t;
+            P->kpos[t] = k;
             P->dep_off[k] = d;
             for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
                 const remat_op *cop = &g->ops[a->cons[c]];
@@ -191,6 +212,147 @@ static void prepare(remat__policy *P, const uint8_t *keep)
     for (uint32_t s = a->n_steps; s > 0; s--)
         P->off[s] = P->off[s - 1];
     P->off[0] = 0;
+    P->prep_ok = keep != NULL;
+    if (keep)
+        memcpy(P->pkeep, keep, g->n_tensors);
+    P->bd_ok = 0;
+}
+
+/* Moves activation t from bucket a to bucket b, each bucket in tensor id
+ * order as prepare's fill leaves it: O(the entries and steps between). */
+static void bucket_move(remat__policy *P, uint32_t t, uint32_t a, uint32_t b)
+{
+    uint32_t *L = P->list, *off = P->off;
+    uint32_t p = off[a];
+    while (L[p] != t)
+        p++;
+    uint32_t q = off[b];
+    while (q < off[b + 1] && L[q] < t)
+        q++;
+    if (a < b) {
+        memmove(L + p, L + p + 1, (size_t)(q - 1 - p) * sizeof *L);
+        L[q - 1] = t;
+        for (uint32_t s = a + 1; s <= b; s++)
+            off[s]--;
+    } else {
+        memmove(L + q + 1, L + q, (size_t)(p - q) * sizeof *L);
+        L[q] = t;
+        for (uint32_t s = b + 1; s <= a; s++)
+            off[s]++;
+    }
+}
+
+/* Activation t's free step and pin from its ekeep and need_end, as
+ * prepare sets them, its bucket moved along. */
+static void refresh(remat__policy *P, uint32_t t)
+{
+    if (!P->act[t])
+        return;
+    const uint8_t pin = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
+    const uint32_t fs = pin ? P->need_end[t] : P->fwd_free[t];
+    if (fs != P->fstep[t])
+        bucket_move(P, t, P->fstep[t], fs);
+    P->fstep[t] = fs;
+    P->fpin[t] = pin;
+    if (P->bd_ok && P->bd_mark[t] != P->bd_epoch) {
+        P->bd_mark[t] = P->bd_epoch;
+        P->bd[P->n_bd++] = t;
+    }
+}
+
+/* Queues the activations whose need_end reads t's (the inputs of t's
+ * producer, when it can be recomputed). */
+static void push_readers(remat__policy *P, uint32_t t)
+{
+    const remat_graph *g = P->a->g;
+    const remat_op *op = &g->ops[g->tensors[t].producer];
+    if (!op->recomputable)
+        return;
+    const uint32_t *in = remat_op_inputs(g, op);
+    for (uint32_t i = 0; i < op->n_in; i++) {
+        const uint32_t k = P->kpos[in[i]];
+        if (k == UINT32_MAX || P->hmark[k] == P->hepoch)
+            continue;
+        P->hmark[k] = P->hepoch;
+        /* Sift up: a min-heap of places in acts (need_end's order). */
+        uint32_t j = P->n_heap++;
+        while (j > 0 && P->heap[(j - 1) / 2] > k) {
+            P->heap[j] = P->heap[(j - 1) / 2];
+            j = (j - 1) / 2;
+        }
+        P->heap[j] = k;
+    }
+}
+
+static uint32_t pop_min(remat__policy *P)
+{
+    const uint32_t top = P->heap[0], last = P->heap[--P->n_heap];
+    uint32_t j = 0;
+    for (;;) {
+        uint32_t c = 2 * j + 1;
+        if (c >= P->n_heap)
+            break;
+        if (c + 1 < P->n_heap && P->heap[c + 1] < P->heap[c])
+            c++;
+        if (P->heap[c] >= last)
+            break;
+        P->heap[j] = P->heap[c];
+        j = c;
+    }
+    if (P->n_heap)
+        P->heap[j] = last;
+    return top;
+}
+
+/* What prepare(P, keep) gives, as an edit of the last prepare's: only
+ * the activations whose keep changed, the need_end they change (in
+ * need_end's order, each once, so each reads its readers' final values),
+ * and their free steps and buckets. 0: no last prepare to edit. */
+static int prepare_edit(remat__policy *P, const uint8_t *keep)
+{
+    if (!P->prep_ok || !keep)
+        return 0;
+    const remat_analysis *a = P->a;
+    const remat_graph *g = a->g;
+    P->last_ok = 0; /* fstep and fpin are about to change */
+    if (++P->hepoch == 0) {
+        memset(P->hmark, 0, (P->n_acts ? P->n_acts : 1) * sizeof *P->hmark);
+        P->hepoch = 1;
+    }
+    P->n_heap = 0;
+    enum { BLOCK = 64 };
+    for (uint32_t t0 = 0; t0 < g->n_tensors; t0 += BLOCK) {
+        const uint32_t n = g->n_tensors - t0 < BLOCK ? g->n_tensors - t0 : BLOCK;
+        if (memcmp(keep + t0, P->pkeep + t0, n) == 0)
+            continue;
+        for (uint32_t t = t0; t < t0 + n; t++) {
+            if (keep[t] == P->pkeep[t])
+                continue;
+            P->pkeep[t] = keep[t];
+            if (P->kpos[t] == UINT32_MAX)
+                continue;
+            const uint8_t e = keep[t] || P->forced[t];
+            if (e == P->ekeep[t])
+                continue;
+            P->ekeep[t] = e;
+            refresh(P, t);
+            push_readers(P, t);
+        }
+    }
+    while (P->n_heap) {
+        const uint32_t k = pop_min(P), x = P->acts[k];
+        uint32_t ne = a->life[x].last_bwd_use;
+        for (uint32_t d = P->dep_off[k]; d < P->dep_off[k + 1]; d++)
+            if (!P->ekeep[P->dep[d]])
+                ne = remat__later_step(ne, P->need_end[P->dep[d]]);
+        if (ne == P->need_end[x])
+            continue;
+        P->need_end[x] = ne;
+        refresh(P, x);
+        if (!P->ekeep[x])
+            push_readers(P, x);
+    }
+    return 1;
 }
 
 /* Step s's op: its FWD, or its rebuild and BWD. */
@@ -268,6 +430,12 @@ static void free_arrays(remat__policy *P)
     remat__free(P->dep);
     remat__free(P->forced);
     remat__free(P->act);
+    remat__free(P->pkeep);
+    remat__free(P->kpos);
+    remat__free(P->heap);
+    remat__free(P->hmark);
+    remat__free(P->bd);
+    remat__free(P->bd_mark);
 }
 
 remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)
@@ -320,6 +488,18 @@ remat_status remat__policy_whole(remat__policy *P, const uint8_t *keep, remat_sc
     P->B.err = err;
     prepare(P, keep);
     return build_whole(P, out, NULL, NULL);
+}
+
+/* The base was just made from the last prepare: no tensor's (free step,
+ * pin) differs from it. */
+static void bd_reset(remat__policy *P)
+{
+    if (++P->bd_epoch == 0) {
+        memset(P->bd_mark, 0, (P->a->g->n_tensors ? P->a->g->n_tensors : 1) * sizeof *P->bd_mark);
+        P->bd_epoch = 1;
+    }
+    P->n_bd = 0;
+    P->bd_ok = 1;
 }
 
 /* Appends n instructions to out (one copy, not n pushes). */
@@ -489,6 +669,7 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         return st;
     memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
     memcpy(P->bpin, P->fpin, nt);
+    bd_reset(P);
     P->have_base = 1;
     return REMAT_OK;
 }
@@ -631,7 +812,8 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     const remat_graph *g = a->g;
     remat_builder *B = &P->B;
     B->err = err;
-    prepare(P, keep);
+    if (!prepare_edit(P, keep))
+        prepare(P, keep);
     /* The window: the free steps of the tensors whose (free step, pin)
      * differ from the base's. */
     uint32_t s_lo = UINT32_MAX, s_hi = 0;
@@ -646,9 +828,18 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     }
     P->n_dirty = 0;
     P->n_real = 0;
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t])
+    /* Those tensors are among bd when it is kept (bd_ok), else anywhere. */
+    const uint32_t n_scan = P->bd_ok ? P->n_bd : g->n_tensors;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n_scan; i++) {
+        const uint32_t t = P->bd_ok ? P->bd[i] : i;
+        if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t]) {
+            if (P->bd_ok)
+                P->bd_mark[t] = 0; /* back to the base's: dropped */
             continue;
+        }
+        if (P->bd_ok)
+            P->bd[w++] = t;
         P->dmark[t] = P->depoch;
         dirty_add(P, t);
         if (P->fstep[t] != P->bstep[t] && P->fstep[t] < a->n_steps)
@@ -658,6 +849,8 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
         s_lo = lo < s_lo ? lo : s_lo;
         s_hi = hi > s_hi ? hi : s_hi;
     }
+    if (P->bd_ok)
+        P->n_bd = w;
     remat_schedule_clear(out);
     const remat_schedule *b = &P->base;
     const uint32_t n_op_steps = g->n_ops + a->n_bwd;
@@ -695,8 +888,10 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     }
     /* Pins: the candidate's, less those its backward buckets before s_lo
      * released (the same tensors as the base's there). */
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        B->pin[t] = P->fpin[t] && !(P->fstep[t] >= g->n_ops && P->fstep[t] < s_lo);
+    memcpy(B->pin, P->fpin, g->n_tensors ? g->n_tensors : 1);
+    if (s_lo > g->n_ops) /* the tensors freed in backward before s_lo: their buckets */
+        for (uint32_t i = P->off[g->n_ops]; i < P->off[s_lo]; i++)
+            B->pin[P->list[i]] = 0;
     memcpy(P->shadow, B->res, g->n_tensors ? g->n_tensors : 1);
     B->shadow = P->shadow;
     B->ndiff = 0;
@@ -810,6 +1005,7 @@ remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, rema
     size_t nt = g->n_tensors ? g->n_tensors : 1;
     memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
     memcpy(P->bpin, P->fpin, nt);
+    bd_reset(P);
     P->last_ok = 0;
     return REMAT_OK;
 }
