@@ -76,6 +76,9 @@ struct remat__policy {
     uint32_t *force;        /* step -> depoch when a dmarked tensor is freed there */
     uint64_t dmask[4];      /* the signature of the dirty tensors */
     int dmask_stale;        /* dirty grew since dmask was made */
+    int sig_off;            /* this build has too many dirty tensors for signatures */
+    int sig_ok;             /* sig holds the base's signatures (made on the first build that uses them) */
+    int last_sig_off;       /* the last build ran without them: adopting it leaves sig stale */
     /* What prepare needs that no keep set changes: the activations in
      * reverse forward order of their producers (need_end's order), each
      * one's forward free step, and for each the outputs of its recomputable
@@ -219,8 +222,9 @@ static void prepare(remat__policy *P, const uint8_t *keep)
 }
 
 /* Moves activation t from bucket a to bucket b, each bucket in tensor id
- * order as prepare's fill leaves it: O(the entries and steps between). */
-static void bucket_move(remat__policy *P, uint32_t t, uint32_t a, uint32_t b)
+ * order as prepare's fill leaves it: O(the entries and steps between),
+ * which it returns (in entries). */
+static uint64_t bucket_move(remat__policy *P, uint32_t t, uint32_t a, uint32_t b)
 {
     uint32_t *L = P->list, *off = P->off;
     uint32_t p = off[a];
@@ -240,24 +244,27 @@ static void bucket_move(remat__policy *P, uint32_t t, uint32_t a, uint32_t b)
         for (uint32_t s = b + 1; s <= a; s++)
             off[s]++;
     }
+    return (uint64_t)(a < b ? b - a : a - b) + (p > q ? p - q : q - p);
 }
 
 /* Activation t's free step and pin from its ekeep and need_end, as
- * prepare sets them, its bucket moved along. */
-static void refresh(remat__policy *P, uint32_t t)
+ * prepare sets them, its bucket moved along; returns what the move cost. */
+static uint64_t refresh(remat__policy *P, uint32_t t)
 {
     if (!P->act[t])
-        return;
+        return 0;
     const uint8_t pin = P->ekeep[t] && P->need_end[t] != REMAT_NONE;
     const uint32_t fs = pin ? P->need_end[t] : P->fwd_free[t];
+    uint64_t cost = 1;
     if (fs != P->fstep[t])
-        bucket_move(P, t, P->fstep[t], fs);
+        cost += bucket_move(P, t, P->fstep[t], fs);
     P->fstep[t] = fs;
     P->fpin[t] = pin;
     if (P->bd_ok && P->bd_mark[t] != P->bd_epoch) {
         P->bd_mark[t] = P->bd_epoch;
         P->bd[P->n_bd++] = t;
     }
+    return cost;
 }
 
 /* Queues the activations whose need_end reads t's (the inputs of t's
@@ -307,20 +314,37 @@ static uint32_t pop_min(remat__policy *P)
 /* What prepare(P, keep) gives, as an edit of the last prepare's: only
  * the activations whose keep changed, the need_end they change (in
  * need_end's order, each once, so each reads its readers' final values),
- * and their free steps and buckets. 0: no last prepare to edit. */
+ * and their free steps and buckets. 0: no last prepare to edit, or the
+ * edit grew dearer than prepare itself (many flags changed: a ladder's new
+ * start, sqrtn's next cut set), which the caller then runs; prepare
+ * recomputes everything from keep, so an edit left half done is harmless. */
 static int prepare_edit(remat__policy *P, const uint8_t *keep)
 {
     if (!P->prep_ok || !keep)
         return 0;
     const remat_analysis *a = P->a;
     const remat_graph *g = a->g;
+    const uint64_t budget = (uint64_t)g->n_tensors + a->n_steps + P->dep_off[P->n_acts];
+    uint64_t cost = 0;
+    enum { BLOCK = 64 };
+    /* Many changed flags: straight to prepare (a local search changes one
+     * or two). */
+    uint32_t changed = 0;
+    for (uint32_t t0 = 0; t0 < g->n_tensors; t0 += BLOCK) {
+        const uint32_t n = g->n_tensors - t0 < BLOCK ? g->n_tensors - t0 : BLOCK;
+        if (memcmp(keep + t0, P->pkeep + t0, n) == 0)
+            continue;
+        for (uint32_t t = t0; t < t0 + n; t++)
+            changed += keep[t] != P->pkeep[t];
+        if (changed > 16 + P->n_acts / 64)
+            return 0;
+    }
     P->last_ok = 0; /* fstep and fpin are about to change */
     if (++P->hepoch == 0) {
         memset(P->hmark, 0, (P->n_acts ? P->n_acts : 1) * sizeof *P->hmark);
         P->hepoch = 1;
     }
     P->n_heap = 0;
-    enum { BLOCK = 64 };
     for (uint32_t t0 = 0; t0 < g->n_tensors; t0 += BLOCK) {
         const uint32_t n = g->n_tensors - t0 < BLOCK ? g->n_tensors - t0 : BLOCK;
         if (memcmp(keep + t0, P->pkeep + t0, n) == 0)
@@ -335,8 +359,10 @@ static int prepare_edit(remat__policy *P, const uint8_t *keep)
             if (e == P->ekeep[t])
                 continue;
             P->ekeep[t] = e;
-            refresh(P, t);
+            cost += refresh(P, t);
             push_readers(P, t);
+            if (cost > budget)
+                return 0;
         }
     }
     while (P->n_heap) {
@@ -345,12 +371,15 @@ static int prepare_edit(remat__policy *P, const uint8_t *keep)
         for (uint32_t d = P->dep_off[k]; d < P->dep_off[k + 1]; d++)
             if (!P->ekeep[P->dep[d]])
                 ne = remat__later_step(ne, P->need_end[P->dep[d]]);
-        if (ne == P->need_end[x])
-            continue;
-        P->need_end[x] = ne;
-        refresh(P, x);
-        if (!P->ekeep[x])
-            push_readers(P, x);
+        cost += 1 + P->dep_off[k + 1] - P->dep_off[k];
+        if (ne != P->need_end[x]) {
+            P->need_end[x] = ne;
+            cost += refresh(P, x);
+            if (!P->ekeep[x])
+                push_readers(P, x);
+        }
+        if (cost > budget)
+            return 0;
     }
     return 1;
 }
@@ -550,11 +579,13 @@ static void instr_tensors(const remat_graph *g, const remat_instr *in, const uin
  * step_clean would pass it: the build copies a run of such steps without
  * looking at their tensors (stretch_copy). A signature may name more than
  * its step (a bucket that lost a tensor keeps its bit): that only sends
- * the step to step_clean. The base's signatures are made once by
- * remat__policy_base; a build that is adopted changes the instructions or
- * the bucket only of the steps it made itself (the first one and its real
- * steps: a tensor whose free step moved is dmarked, so the step it moves
- * to is real), whose signatures it records (csig). */
+ * the step to step_clean. The base's signatures are made by the first
+ * build with few dirty tensors (sig_all); a build that is adopted changes
+ * the instructions or the bucket only of the steps it made itself (the
+ * first one and its real steps: a tensor whose free step moved is dmarked,
+ * so the step it moves to is real), whose signatures it records (csig),
+ * unless it ran without signatures (many changes: sqrtn's and chen-greedy's
+ * keep sets), which leaves them to be made again. */
 #define SIG_WORDS 4
 
 static inline void sig_add(uint64_t *sg, uint32_t x)
@@ -579,10 +610,19 @@ static void sig_of(const remat__policy *P, const remat_instr *ins, size_t from, 
         sig_add(sg, P->list[i]);
 }
 
+/* More dirty tensors than this fill most of a signature's bits: the build
+ * then checks every step (step_clean) and stops tracking them, which would
+ * cost it O(dirty) per step made. */
+#define DIRTY_MAX 48
+
 static void dirty_add(remat__policy *P, uint32_t x)
 {
-    if (P->dirty_mark[x] == P->dirty_epoch)
+    if (P->sig_off || P->dirty_mark[x] == P->dirty_epoch)
         return;
+    if (P->n_dirty >= 4 * DIRTY_MAX) { /* even before pruning: off */
+        P->sig_off = 1;
+        return;
+    }
     P->dirty_mark[x] = P->dirty_epoch;
     P->dirty[P->n_dirty++] = x;
     P->dmask_stale = 1;
@@ -620,12 +660,30 @@ static void dmask_make(remat__policy *P)
     }
     P->n_dirty = w;
     P->dmask_stale = 0;
+    if (w > DIRTY_MAX)
+        P->sig_off = 1;
+}
+
+/* Every base step's signature, during a build (P->off is the candidate's
+ * buckets: a dmarked tensor also gets its bit at its base free step, where
+ * the base's bucket holds it). */
+static void sig_all(remat__policy *P)
+{
+    const uint32_t n_op_steps = P->a->g->n_ops + P->a->n_bwd;
+    for (uint32_t k = 0; k < n_op_steps; k++)
+        sig_of(P, P->base.ins, P->pos_start[k], P->pos_start[k + 1], k, P->sig + (size_t)k * SIG_WORDS);
+    for (uint32_t i = 0; i < P->n_dirty; i++) {
+        const uint32_t t = P->dirty[i];
+        if (P->bstep[t] < n_op_steps)
+            sig_add(P->sig + (size_t)P->bstep[t] * SIG_WORDS, t);
+    }
+    P->sig_ok = 1;
 }
 
 /* Whether step s surely passes step_clean (dmask current). */
 static int sig_clean(const remat__policy *P, uint32_t s)
 {
-    if (P->force[s] == P->depoch)
+    if (P->sig_off || P->force[s] == P->depoch)
         return 0;
     const uint64_t *sg = P->sig + (size_t)s * SIG_WORDS;
     return ((sg[0] & P->dmask[0]) | (sg[1] & P->dmask[1]) | (sg[2] & P->dmask[2]) | (sg[3] & P->dmask[3])) == 0;
@@ -661,9 +719,7 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
     remat_status st = build_whole(P, out, P->pos_start, P->pos_main);
     if (st != REMAT_OK)
         return st;
-    const uint32_t n_op_steps = g->n_ops + P->a->n_bwd;
-    for (uint32_t k = 0; k < n_op_steps; k++)
-        sig_of(P, out->ins, P->pos_start[k], P->pos_start[k + 1], k, P->sig + (size_t)k * SIG_WORDS);
+    P->sig_ok = 0; /* made by the first build that can use them */
     remat_schedule_clear(&P->base);
     if ((st = append(&P->base, out->ins, out->n, err)) != REMAT_OK)
         return st;
@@ -827,6 +883,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
         P->dirty_epoch = 1;
     }
     P->n_dirty = 0;
+    P->sig_off = 0;
     P->n_real = 0;
     /* Those tensors are among bd when it is kept (bd_ok), else anywhere. */
     const uint32_t n_scan = P->bd_ok ? P->n_bd : g->n_tensors;
@@ -856,6 +913,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     const uint32_t n_op_steps = g->n_ops + a->n_bwd;
     remat_status st;
     if (s_lo == UINT32_MAX) { /* the same free steps and pins: the same schedule */
+        P->last_sig_off = 0;
         if ((st = append(out, b->ins, b->n, err)) != REMAT_OK)
             return st;
         P->last_lo = P->last_join = 0;
@@ -895,6 +953,14 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     memcpy(P->shadow, B->res, g->n_tensors ? g->n_tensors : 1);
     B->shadow = P->shadow;
     B->ndiff = 0;
+    /* Every dirty tensor so far is dmarked: few of them, and the base's
+     * signatures are worth making now if they are not made yet. */
+    if (!P->sig_off && !P->sig_ok) {
+        if (P->n_dirty <= DIRTY_MAX)
+            sig_all(P);
+        else
+            P->sig_off = 1;
+    }
     size_t bi = pre; /* the base's instructions applied to the shadow */
     P->last_lo = s_lo;
     for (uint32_t s = s_lo; s < n_op_steps; s++) {
@@ -906,7 +972,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
                 dirty_from(P, b->ins[bi]);
                 shadow_apply(P, b->ins[bi]);
             }
-            if (P->dmask_stale)
+            if (P->dmask_stale && !P->sig_off)
                 dmask_make(P);
             if (sig_clean(P, s)) {
                 /* A run of clean steps; with no difference left, it stops
@@ -936,10 +1002,12 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
             break;
         /* A step made here: its changes are dirty candidates, and its
          * signature is the base's should this build be adopted. */
-        for (size_t i = c0; i < out->n; i++)
+        for (size_t i = c0; i < out->n && !P->sig_off; i++)
             dirty_from(P, out->ins[i]);
-        sig_of(P, out->ins, c0, out->n, s, P->csig + (size_t)P->n_real * SIG_WORDS);
-        P->real[P->n_real++] = s;
+        if (!P->sig_off) {
+            sig_of(P, out->ins, c0, out->n, s, P->csig + (size_t)P->n_real * SIG_WORDS);
+            P->real[P->n_real++] = s;
+        }
     stepped:
         if (s < s_hi || s + 1 >= n_op_steps)
             continue;
@@ -955,6 +1023,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
             P->base_at = bi;
             if ((st = append(out, b->ins + bi, b->n - bi, err)) != REMAT_OK)
                 return st;
+            P->last_sig_off = P->sig_off;
             P->last_ok = 1;
             return REMAT_OK;
         }
@@ -967,6 +1036,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     P->cand_at = P->base_at = 0;
     if ((st = remat__builder_opt(B)) != REMAT_OK)
         return st;
+    P->last_sig_off = P->sig_off;
     P->last_ok = 1;
     return REMAT_OK;
 }
@@ -992,9 +1062,12 @@ remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, rema
             }
         }
     }
-    for (uint32_t k = 0; k < P->n_real; k++)
-        memcpy(P->sig + (size_t)P->real[k] * SIG_WORDS, P->csig + (size_t)k * SIG_WORDS,
-               SIG_WORDS * sizeof *P->sig);
+    if (P->last_sig_off)
+        P->sig_ok = 0; /* the steps it made are not signed */
+    else
+        for (uint32_t k = 0; k < P->n_real; k++)
+            memcpy(P->sig + (size_t)P->real[k] * SIG_WORDS, P->csig + (size_t)k * SIG_WORDS,
+                   SIG_WORDS * sizeof *P->sig);
     P->n_real = 0;
     remat_schedule_clear(&P->base);
     remat_status st = append(&P->base, s->ins, s->n, err);
