@@ -73,18 +73,8 @@ static remat_status tables(remat__policy *P)
     P->fwd_free = remat__array(g->n_tensors ? g->n_tensors : 1, sizeof *P->fwd_free);
     P->forced = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
     P->act = remat__calloc(g->n_tensors ? g->n_tensors : 1, 1);
-    const size_t nt = g->n_tensors ? g->n_tensors : 1;
-    P->pkeep = remat__calloc(nt, 1);
-    P->kpos = remat__array(nt, sizeof *P->kpos);
-    P->heap = remat__array(n ? n : 1, sizeof *P->heap);
-    P->hmark = remat__calloc(n ? n : 1, sizeof *P->hmark);
-    P->bd = remat__array(nt, sizeof *P->bd);
-    P->bd_mark = remat__calloc(nt, sizeof *P->bd_mark);
-    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced || !P->act || !P->pkeep || !P->kpos ||
-        !P->heap || !P->hmark || !P->bd || !P->bd_mark)
+    if (!P->acts || !P->dep_off || !P->dep || !P->fwd_free || !P->forced || !P->act)
         return REMAT_ENOMEM;
-    for (size_t t = 0; t < nt; t++)
-        P->kpos[t] = UINT32_MAX;
     uint32_t k = 0, d = 0;
     for (uint32_t i = g->n_ops; i-- > 0;) {
         const remat_op *op = &g->ops[a->order[i]];
@@ -92,7 +82,6 @@ static remat_status tables(remat__policy *P)
         for (uint32_t j = 0; j < op->n_out; j++) {
             uint32_t t = out[j];
             P->acts[k] = t;
-            P->kpos[t] = k;
             P->dep_off[k] = d;
             for (uint32_t c = a->cons_off[t]; c < a->cons_off[t + 1]; c++) {
                 const remat_op *cop = &g->ops[a->cons[c]];
@@ -159,8 +148,8 @@ static void prepare(remat__policy *P, const uint8_t *keep)
     for (uint32_t s = a->n_steps; s > 0; s--)
         P->off[s] = P->off[s - 1];
     P->off[0] = 0;
-    P->prep_ok = keep != NULL;
-    if (keep)
+    P->prep_ok = keep != NULL && P->pkeep != NULL; /* pkeep: made with a base */
+    if (P->prep_ok)
         memcpy(P->pkeep, keep, g->n_tensors);
     P->bd_ok = 0;
 }
@@ -336,15 +325,37 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->cpos_start = remat__array(ns, sizeof *P->cpos_start);
         P->cpos_main = remat__array(ns, sizeof *P->cpos_main);
         P->dmark = remat__calloc(nt, sizeof *P->dmark);
-        P->sig = remat__array(ns * SIG_WORDS, sizeof *P->sig);
-        P->csig = remat__array(ns * SIG_WORDS, sizeof *P->csig);
         P->real = remat__array(ns, sizeof *P->real);
         P->dirty = remat__array(nt, sizeof *P->dirty);
         P->dirty_mark = remat__calloc(nt, sizeof *P->dirty_mark);
         P->force = remat__calloc(ns, sizeof *P->force);
         if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
-            !P->dmark || !P->sig || !P->csig || !P->real || !P->dirty || !P->dirty_mark || !P->force)
+            !P->dmark || !P->real || !P->dirty || !P->dirty_mark || !P->force)
             return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+        /* prepare_edit's tables: only a policy with a base edits. */
+        const size_t na = P->n_acts ? P->n_acts : 1;
+        P->pkeep = remat__calloc(nt, 1);
+        P->kpos = remat__array(nt, sizeof *P->kpos);
+        P->heap = remat__array(na, sizeof *P->heap);
+        P->hmark = remat__calloc(na, sizeof *P->hmark);
+        P->bd = remat__array(nt, sizeof *P->bd);
+        P->bd_mark = remat__calloc(nt, sizeof *P->bd_mark);
+        if (!P->pkeep || !P->kpos || !P->heap || !P->hmark || !P->bd || !P->bd_mark) {
+            /* None of them, then: builds go on without edits (pkeep) or bd. */
+            remat__free(P->pkeep);
+            remat__free(P->kpos);
+            remat__free(P->heap);
+            remat__free(P->hmark);
+            remat__free(P->bd);
+            remat__free(P->bd_mark);
+            P->pkeep = NULL;
+            P->kpos = P->heap = P->hmark = P->bd = P->bd_mark = NULL;
+            return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+        }
+        for (size_t t = 0; t < nt; t++)
+            P->kpos[t] = UINT32_MAX;
+        for (uint32_t k = 0; k < P->n_acts; k++)
+            P->kpos[P->acts[k]] = k;
     }
     prepare(P, keep);
     remat_schedule_clear(out);

@@ -183,6 +183,10 @@ int remat__policy_prepare_edit(remat__policy *P, const uint8_t *keep)
  * pin) differs from it. */
 void remat__policy_bd_reset(remat__policy *P)
 {
+    if (!P->bd) { /* not allocated (out of memory): every build scans every tensor */
+        P->bd_ok = 0;
+        return;
+    }
     if (++P->bd_epoch == 0) {
         memset(P->bd_mark, 0, (P->a->g->n_tensors ? P->a->g->n_tensors : 1) * sizeof *P->bd_mark);
         P->bd_epoch = 1;
@@ -282,6 +286,18 @@ void remat__policy_dmask_make(remat__policy *P)
 void remat__policy_sig_all(remat__policy *P)
 {
     const uint32_t n_op_steps = P->a->g->n_ops + P->a->n_bwd;
+    if (!P->sig) { /* made here: a policy whose builds never use them has none */
+        const size_t ns = (size_t)P->a->n_steps;
+        P->sig = remat__array(ns * SIG_WORDS, sizeof *P->sig);
+        P->csig = remat__array(ns * SIG_WORDS, sizeof *P->csig);
+        if (!P->sig || !P->csig) {
+            remat__free(P->sig);
+            remat__free(P->csig);
+            P->sig = P->csig = NULL;
+            P->sig_off = 1; /* the build goes on without them */
+            return;
+        }
+    }
     for (uint32_t k = 0; k < n_op_steps; k++)
         remat__policy_sig_of(P, P->base.ins, P->pos_start[k], P->pos_start[k + 1], k, P->sig + (size_t)k * SIG_WORDS);
     for (uint32_t i = 0; i < P->n_dirty; i++) {

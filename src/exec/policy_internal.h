@@ -101,7 +101,8 @@ void remat__policy_bd_reset(remat__policy *P);
 /* The signature of instructions ins[from, to) and step s's bucket. */
 void remat__policy_sig_of(const remat__policy *P, const remat_instr *ins, size_t from, size_t to, uint32_t s,
                           uint64_t *sg);
-/* Every base step's signature, during a build. O(the base). */
+/* Every base step's signature, during a build (made on the first call;
+ * out of memory sets sig_off instead). O(the base). */
 void remat__policy_sig_all(remat__policy *P);
 /* Dirty tensors: x may differ from the base; in's residency changes. */
 void remat__policy_dirty_add(remat__policy *P, uint32_t x);
