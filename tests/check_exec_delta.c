@@ -93,34 +93,53 @@ static void compare_marks(const remat__delta *d, const remat_analysis *a, const 
 
 /* The delta replay's figures for s equal the full replay's. */
 static void compare(remat__delta *d, const remat_analysis *a, const remat_exec_extras *x, const remat_schedule *s,
-                    int as_base, const char *what, tally *tl)
+                    int as_base, const char *what, tally *tl, remat__delta_figures *out)
 {
     remat_err err;
     remat_err_init(&err);
-    remat__delta_figures f;
-    remat_status st = as_base ? remat__delta_base(d, s, &f, &err) : remat__delta_eval(d, s, &f, &err);
+    remat__delta_figures own, *fp = out ? out : &own; /* out: d's figures for the caller */
+    remat_status st = as_base ? remat__delta_base(d, s, fp, &err) : remat__delta_eval(d, s, fp, &err);
     ck_assert_msg(st == REMAT_OK, "%s: %s", what, err.msg);
     remat_replay_result r;
     remat_err_init(&err);
     ck_assert_msg(remat_replay(a, s, x, NULL, &r, &err) == REMAT_OK, "%s: %s", what, err.msg);
-    ck_assert_msg(f.valid == (int)r.valid, "%s (%zu instructions): delta says %s, the replay %s", what, s->n,
-                  f.valid ? "valid" : "invalid", r.valid ? "valid" : "invalid");
+    ck_assert_msg(fp->valid == (int)r.valid, "%s (%zu instructions): delta says %s, the replay %s", what, s->n,
+                  fp->valid ? "valid" : "invalid", r.valid ? "valid" : "invalid");
     if (r.valid) {
-        ck_assert_msg(f.peak_bytes == r.peak_bytes, "%s: peak %llu, replay %llu", what,
-                      (unsigned long long)f.peak_bytes, (unsigned long long)r.peak_bytes);
-        ck_assert_msg(f.activation_peak == r.activation_peak, "%s: activation peak %llu, replay %llu", what,
-                      (unsigned long long)f.activation_peak, (unsigned long long)r.activation_peak);
-        ck_assert_msg(f.flops_recompute == r.flops_recompute, "%s: extra FLOPs %llu, replay %llu", what,
-                      (unsigned long long)f.flops_recompute, (unsigned long long)r.flops_recompute);
+        ck_assert_msg(fp->peak_bytes == r.peak_bytes, "%s: peak %llu, replay %llu", what,
+                      (unsigned long long)fp->peak_bytes, (unsigned long long)r.peak_bytes);
+        ck_assert_msg(fp->activation_peak == r.activation_peak, "%s: activation peak %llu, replay %llu", what,
+                      (unsigned long long)fp->activation_peak, (unsigned long long)r.activation_peak);
+        ck_assert_msg(fp->flops_recompute == r.flops_recompute, "%s: extra FLOPs %llu, replay %llu", what,
+                      (unsigned long long)fp->flops_recompute, (unsigned long long)r.flops_recompute);
     }
     remat_replay_result_destroy(&r);
     if (!as_base) {
         tl->evals++;
-        tl->invalid += !f.valid;
-        tl->shortcut += f.work < s->n;
-        tl->work += f.work;
+        tl->invalid += !fp->valid;
+        tl->shortcut += fp->work < s->n;
+        tl->work += fp->work;
         tl->whole += s->n;
     }
+}
+
+/* A delta replay re-based along a search (d) judges s exactly as one based
+ * from scratch on the same schedule (fresh): the same figures and the same
+ * work, so its snapshots and touch lists are a fresh base's (the search's
+ * work, and so its plans, do not depend on how the base was reached). */
+static void compare_fresh(remat__delta *fresh, const remat__delta_figures *fd, const remat_schedule *s,
+                          const char *what)
+{
+    remat_err err;
+    remat_err_init(&err);
+    remat__delta_figures ff;
+    ck_assert_msg(remat__delta_eval(fresh, s, &ff, &err) == REMAT_OK, "%s: %s", what, err.msg);
+    ck_assert_msg(ff.valid == fd->valid && ff.work == fd->work, "%s: re-based work %llu (valid %d), fresh %llu (%d)",
+                  what, (unsigned long long)fd->work, fd->valid, (unsigned long long)ff.work, ff.valid);
+    if (ff.valid)
+        ck_assert_msg(ff.peak_bytes == fd->peak_bytes && ff.activation_peak == fd->activation_peak &&
+                          ff.flops_recompute == fd->flops_recompute,
+                      "%s: re-based and fresh figures differ", what);
 }
 
 /* s with one random mutation: an instruction dropped, two swapped, or one
@@ -168,6 +187,7 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
     remat_schedule_init(&s);
     remat_schedule_init(&m);
     int have_base = 0;
+    remat__delta *fresh = NULL; /* based from scratch on d's base, once d has been re-based */
     char label[160];
     for (int k = 0; k < flips; k++) {
         if (!have_base || oracle_rnd(seed, 16) == 0) /* now and then a fresh keep set */
@@ -196,22 +216,32 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
         }
         ck_assert_msg(st == REMAT_OK, "%s: %s", what, err.msg);
         if (!have_base) {
-            compare(d, a, x, &s, 1, label, tl);
+            compare(d, a, x, &s, 1, label, tl, NULL);
             have_base = 1;
             continue;
         }
-        compare(d, a, x, &s, 0, label, tl);
+        remat__delta_figures fd;
+        compare(d, a, x, &s, 0, label, tl, &fd);
+        if (fresh)
+            compare_fresh(fresh, &fd, &s, label);
         if (oracle_rnd(seed, 4) == 0) {
             mutate(seed, &s, &m);
             snprintf(label, sizeof label, "%s, step %d mutated", what, k);
-            compare(d, a, x, &m, 0, label, tl);
+            compare(d, a, x, &m, 0, label, tl, &fd);
+            if (fresh)
+                compare_fresh(fresh, &fd, &m, label);
         }
         if (oracle_rnd(seed, 4) == 0) { /* accepted: the new base */
             snprintf(label, sizeof label, "%s, step %d as the base", what, k);
-            compare(d, a, x, &s, 1, label, tl);
+            compare(d, a, x, &s, 1, label, tl, NULL);
             if (oracle_rnd(seed, 2) == 0) /* the same base again, as the next search's start */
-                compare(d, a, x, &s, 1, label, tl);
+                compare(d, a, x, &s, 1, label, tl, NULL);
             compare_marks(d, a, x, &s, label);
+            remat__delta_destroy(fresh);
+            fresh = NULL;
+            remat__delta_figures fb;
+            ck_assert_msg(remat__delta_create(a, x, &fresh, &err) == REMAT_OK, "%s", err.msg);
+            ck_assert_msg(remat__delta_base(fresh, &s, &fb, &err) == REMAT_OK, "%s: %s", label, err.msg);
             /* The policy's base too: the flip just built, adopted (its
              * next builds are checked), or now and then built whole. */
             remat_err_init(&err);
@@ -230,6 +260,7 @@ static void check_graph(const remat_analysis *a, const remat_exec_extras *x, uin
     free(keep);
     free(acts);
     remat__delta_destroy(d);
+    remat__delta_destroy(fresh);
     remat__policy_destroy(pol);
 }
 

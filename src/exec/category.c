@@ -7,6 +7,7 @@
  * keeps its colour from one SVG to the next.
  */
 #include "remat/exec.h"
+#include "replay_cursor.h"
 
 static const char *const category_names[] = {
 #define REMAT__CAT_STR(name, text) text,
@@ -40,6 +41,5 @@ const char *remat_category_color(remat_category c)
 
 int remat_category_is_activation(remat_category c)
 {
-    return c == REMAT_CAT_ACTIVATIONS || c == REMAT_CAT_RECOMPUTED || c == REMAT_CAT_ACTIVATION_GRADS ||
-           c == REMAT_CAT_WORKSPACE;
+    return remat__cat_is_act(c); /* one definition, inline in the replay's hot paths */
 }

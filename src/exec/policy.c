@@ -38,44 +38,11 @@
  * instruction by instruction, on thousands of flips.
  */
 #include "builder.h"
+#include "policy_internal.h"
 #include "../util/util_internal.h"
 
 #include <string.h>
 
-struct remat__policy {
-    const remat_analysis *a;
-    remat_builder B;
-    int have_builder;
-    uint8_t *ekeep;      /* effective keep: kept, or not recomputable */
-    uint32_t *need_end, *off, *list; /* the buckets: off by step (n_steps + 1), list of activations */
-    uint32_t *fstep;     /* activation -> the step after which it is freed (UINT32_MAX: not an activation) */
-    uint8_t *fpin;       /* activation -> pinned from the start */
-    /* The base (remat__policy_base): its schedule, free steps and pins, and
-     * where each step's instructions start and its op's end. */
-    int have_base;
-    remat_schedule base;
-    uint32_t *bstep;
-    uint8_t *bpin;
-    size_t *pos_start, *pos_main; /* n_steps entries */
-    uint8_t *shadow;     /* the base's residency, advanced along its instructions */
-    /* The last incremental build, for remat__policy_adopt: its window
-     * [lo, join) with the positions it recorded there (cpos_*), and from
-     * join on the base's positions shifted by (cand_at - base_at). */
-    int last_ok;
-    uint32_t last_lo, last_join;
-    size_t cand_at, base_at;
-    size_t *cpos_start, *cpos_main;
-    uint32_t *dmark, depoch; /* tensor -> the build that found its (free step, pin) changed */
-    /* What prepare needs that no keep set changes: the activations in
-     * reverse forward order of their producers (need_end's order), each
-     * one's forward free step, and for each the outputs of its recomputable
-     * consumers (CSR over acts' positions). */
-    uint32_t n_acts;
-    uint32_t *acts, *fwd_free, *dep_off, *dep;
-    uint8_t *forced;     /* activation whose producer cannot be recomputed: always kept */
-    uint8_t *act;        /* tensor is an activation: prepare's pass over every tensor reads this dense
-                          * copy, not the tensor records (a cache line each) */
-};
 
 /* The keep-independent tables of prepare (see the struct), in need_end's
  * order: ops against forward order, each op's outputs in order, so that
@@ -181,6 +148,10 @@ static void prepare(remat__policy *P, const uint8_t *keep)
     for (uint32_t s = a->n_steps; s > 0; s--)
         P->off[s] = P->off[s - 1];
     P->off[0] = 0;
+    P->prep_ok = keep != NULL && P->pkeep != NULL; /* pkeep: made with a base */
+    if (P->prep_ok)
+        memcpy(P->pkeep, keep, g->n_tensors);
+    P->bd_ok = 0;
 }
 
 /* Step s's op: its FWD, or its rebuild and BWD. */
@@ -246,12 +217,24 @@ static void free_arrays(remat__policy *P)
     remat__free(P->cpos_start);
     remat__free(P->cpos_main);
     remat__free(P->dmark);
+    remat__free(P->sig);
+    remat__free(P->csig);
+    remat__free(P->real);
+    remat__free(P->dirty);
+    remat__free(P->dirty_mark);
+    remat__free(P->force);
     remat__free(P->acts);
     remat__free(P->fwd_free);
     remat__free(P->dep_off);
     remat__free(P->dep);
     remat__free(P->forced);
     remat__free(P->act);
+    remat__free(P->pkeep);
+    remat__free(P->kpos);
+    remat__free(P->heap);
+    remat__free(P->hmark);
+    remat__free(P->bd);
+    remat__free(P->bd_mark);
 }
 
 remat_status remat__policy_create(const remat_analysis *a, remat__policy **out, remat_err *err)
@@ -342,20 +325,50 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->cpos_start = remat__array(ns, sizeof *P->cpos_start);
         P->cpos_main = remat__array(ns, sizeof *P->cpos_main);
         P->dmark = remat__calloc(nt, sizeof *P->dmark);
+        P->real = remat__array(ns, sizeof *P->real);
+        P->dirty = remat__array(nt, sizeof *P->dirty);
+        P->dirty_mark = remat__calloc(nt, sizeof *P->dirty_mark);
+        P->force = remat__calloc(ns, sizeof *P->force);
         if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
-            !P->dmark)
+            !P->dmark || !P->real || !P->dirty || !P->dirty_mark || !P->force)
             return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+        /* prepare_edit's tables: only a policy with a base edits. */
+        const size_t na = P->n_acts ? P->n_acts : 1;
+        P->pkeep = remat__calloc(nt, 1);
+        P->kpos = remat__array(nt, sizeof *P->kpos);
+        P->heap = remat__array(na, sizeof *P->heap);
+        P->hmark = remat__calloc(na, sizeof *P->hmark);
+        P->bd = remat__array(nt, sizeof *P->bd);
+        P->bd_mark = remat__calloc(nt, sizeof *P->bd_mark);
+        if (!P->pkeep || !P->kpos || !P->heap || !P->hmark || !P->bd || !P->bd_mark) {
+            /* None of them, then: builds go on without edits (pkeep) or bd. */
+            remat__free(P->pkeep);
+            remat__free(P->kpos);
+            remat__free(P->heap);
+            remat__free(P->hmark);
+            remat__free(P->bd);
+            remat__free(P->bd_mark);
+            P->pkeep = NULL;
+            P->kpos = P->heap = P->hmark = P->bd = P->bd_mark = NULL;
+            return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
+        }
+        for (size_t t = 0; t < nt; t++)
+            P->kpos[t] = UINT32_MAX;
+        for (uint32_t k = 0; k < P->n_acts; k++)
+            P->kpos[P->acts[k]] = k;
     }
     prepare(P, keep);
     remat_schedule_clear(out);
     remat_status st = build_whole(P, out, P->pos_start, P->pos_main);
     if (st != REMAT_OK)
         return st;
+    P->sig_ok = 0; /* made by the first build that can use them */
     remat_schedule_clear(&P->base);
     if ((st = append(&P->base, out->ins, out->n, err)) != REMAT_OK)
         return st;
     memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
     memcpy(P->bpin, P->fpin, nt);
+    remat__policy_bd_reset(P);
     P->have_base = 1;
     return REMAT_OK;
 }
@@ -381,26 +394,6 @@ static void shadow_apply(remat__policy *P, remat_instr in)
     }
 }
 
-
-/* The tensors base instruction in reads or changes the residency of (its
- * inputs and outputs, its saves, or its tensor), into l1/l2. */
-static void instr_tensors(const remat_graph *g, const remat_instr *in, const uint32_t **l1, uint32_t *n1,
-                          const uint32_t **l2, uint32_t *n2)
-{
-    *n1 = *n2 = 0;
-    if (in->kind == REMAT_I_FWD || in->kind == REMAT_I_RECOMPUTE) {
-        *l1 = remat_op_inputs(g, &g->ops[in->arg]);
-        *n1 = g->ops[in->arg].n_in;
-        *l2 = remat_op_outputs(g, &g->ops[in->arg]);
-        *n2 = g->ops[in->arg].n_out;
-    } else if (in->kind == REMAT_I_BWD) {
-        *l1 = remat_op_saves(g, &g->ops[in->arg]);
-        *n1 = g->ops[in->arg].n_save;
-    } else if (in->kind == REMAT_I_FREE) {
-        *l1 = &in->arg;
-        *n1 = 1;
-    }
-}
 
 /* Whether step s (the shadow at its start) would make the base's
  * instructions: the builder's step reads the residency of the tensors its
@@ -469,6 +462,47 @@ static remat_status step_copy(remat__policy *P, uint32_t s, remat_schedule *out,
     return REMAT_OK;
 }
 
+/* Steps [s, e) as the base made them, each of them sig_clean (so
+ * step_clean would pass it and step_copy copy it): their instructions in
+ * one copy, their effects on the builder and the shadow alike. No tensor
+ * they name is dirty, so its residency is the shadow's before and after
+ * and ndiff does not move. */
+static remat_status stretch_copy(remat__policy *P, uint32_t s, uint32_t e, remat_schedule *out, remat_err *err)
+{
+    const remat_graph *g = P->a->g;
+    remat_builder *B = &P->B;
+    const remat_instr *ins = P->base.ins;
+    const size_t from = P->pos_start[s], to = P->pos_start[e], at = out->n;
+    for (uint32_t k = s; k < e; k++) {
+        P->cpos_start[k] = at + (P->pos_start[k] - from);
+        P->cpos_main[k] = at + (P->pos_main[k] - from);
+    }
+    remat_status st = append(out, ins + from, to - from, err);
+    if (st != REMAT_OK)
+        return st;
+    for (size_t i = from; i < to; i++) {
+        const remat_instr in = ins[i];
+        if (in.kind == REMAT_I_FWD || in.kind == REMAT_I_RECOMPUTE) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *o = remat_op_outputs(g, op);
+            for (uint32_t j = 0; j < op->n_out; j++)
+                B->res[o[j]] = P->shadow[o[j]] = 1;
+            B->fwd_done[in.arg] = 1;
+        } else if (in.kind == REMAT_I_FREE) {
+            B->res[in.arg] = P->shadow[in.arg] = 0;
+        } else if (in.kind == REMAT_I_BWD) {
+            const remat_op *op = &g->ops[in.arg];
+            const uint32_t *sv = remat_op_saves(g, op);
+            for (uint32_t j = 0; j < op->n_save; j++)
+                B->rem[sv[j]]--;
+        }
+    }
+    for (uint32_t k = s > g->n_ops ? s : g->n_ops; k < e; k++)
+        for (uint32_t i = P->off[k]; i < P->off[k + 1]; i++)
+            B->pin[P->list[i]] = 0;
+    return REMAT_OK;
+}
+
 remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_schedule *out, remat_err *err)
 {
     if (!P->have_base)
@@ -477,28 +511,52 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     const remat_graph *g = a->g;
     remat_builder *B = &P->B;
     B->err = err;
-    prepare(P, keep);
+    if (!remat__policy_prepare_edit(P, keep))
+        prepare(P, keep);
     /* The window: the free steps of the tensors whose (free step, pin)
      * differ from the base's. */
     uint32_t s_lo = UINT32_MAX, s_hi = 0;
     if (++P->depoch == 0) {
         memset(P->dmark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dmark);
+        memset(P->force, 0, (size_t)a->n_steps * sizeof *P->force);
         P->depoch = 1;
     }
-    for (uint32_t t = 0; t < g->n_tensors; t++) {
-        if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t])
+    if (++P->dirty_epoch == 0) {
+        memset(P->dirty_mark, 0, (g->n_tensors ? g->n_tensors : 1) * sizeof *P->dirty_mark);
+        P->dirty_epoch = 1;
+    }
+    P->n_dirty = 0;
+    P->sig_off = 0;
+    P->n_real = 0;
+    /* Those tensors are among bd when it is kept (bd_ok), else anywhere. */
+    const uint32_t n_scan = P->bd_ok ? P->n_bd : g->n_tensors;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < n_scan; i++) {
+        const uint32_t t = P->bd_ok ? P->bd[i] : i;
+        if (P->fstep[t] == P->bstep[t] && P->fpin[t] == P->bpin[t]) {
+            if (P->bd_ok)
+                P->bd_mark[t] = 0; /* back to the base's: dropped */
             continue;
+        }
+        if (P->bd_ok)
+            P->bd[w++] = t;
         P->dmark[t] = P->depoch;
+        remat__policy_dirty_add(P, t);
+        if (P->fstep[t] != P->bstep[t] && P->fstep[t] < a->n_steps)
+            P->force[P->fstep[t]] = P->depoch; /* its new bucket: not in the base's signature */
         uint32_t lo = P->fstep[t] < P->bstep[t] ? P->fstep[t] : P->bstep[t];
         uint32_t hi = P->fstep[t] > P->bstep[t] ? P->fstep[t] : P->bstep[t];
         s_lo = lo < s_lo ? lo : s_lo;
         s_hi = hi > s_hi ? hi : s_hi;
     }
+    if (P->bd_ok)
+        P->n_bd = w;
     remat_schedule_clear(out);
     const remat_schedule *b = &P->base;
     const uint32_t n_op_steps = g->n_ops + a->n_bwd;
     remat_status st;
     if (s_lo == UINT32_MAX) { /* the same free steps and pins: the same schedule */
+        P->last_sig_off = 0;
         if ((st = append(out, b->ins, b->n, err)) != REMAT_OK)
             return st;
         P->last_lo = P->last_join = 0;
@@ -531,17 +589,47 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     }
     /* Pins: the candidate's, less those its backward buckets before s_lo
      * released (the same tensors as the base's there). */
-    for (uint32_t t = 0; t < g->n_tensors; t++)
-        B->pin[t] = P->fpin[t] && !(P->fstep[t] >= g->n_ops && P->fstep[t] < s_lo);
+    memcpy(B->pin, P->fpin, g->n_tensors ? g->n_tensors : 1);
+    if (s_lo > g->n_ops) /* the tensors freed in backward before s_lo: their buckets */
+        for (uint32_t i = P->off[g->n_ops]; i < P->off[s_lo]; i++)
+            B->pin[P->list[i]] = 0;
     memcpy(P->shadow, B->res, g->n_tensors ? g->n_tensors : 1);
     B->shadow = P->shadow;
     B->ndiff = 0;
+    /* Every dirty tensor so far is dmarked: few of them, and the base's
+     * signatures are worth making now if they are not made yet. */
+    if (!P->sig_off && !P->sig_ok) {
+        if (P->n_dirty <= DIRTY_MAX)
+            remat__policy_sig_all(P);
+        else
+            P->sig_off = 1;
+    }
     size_t bi = pre; /* the base's instructions applied to the shadow */
     P->last_lo = s_lo;
     for (uint32_t s = s_lo; s < n_op_steps; s++) {
+        /* Where this step's instructions start in out (the first step's
+         * op is the prefix's end). */
+        size_t c0 = s == s_lo ? P->pos_start[s_lo] : out->n;
         if (s > s_lo) {
-            for (; bi < P->pos_start[s]; bi++)
+            for (; bi < P->pos_start[s]; bi++) {
+                remat__policy_dirty_from(P, b->ins[bi]);
                 shadow_apply(P, b->ins[bi]);
+            }
+            if (P->dmask_stale && !P->sig_off)
+                remat__policy_dmask_make(P);
+            if (remat__policy_sig_clean(P, s)) {
+                /* A run of clean steps; with no difference left, it stops
+                 * where the join test below is due (past s_hi). */
+                const uint32_t e_max = B->ndiff == 0 ? (s > s_hi ? s : s_hi) + 1 : n_op_steps;
+                uint32_t e = s + 1;
+                while (e < e_max && remat__policy_sig_clean(P, e))
+                    e++;
+                if ((st = stretch_copy(P, s, e, out, err)) != REMAT_OK)
+                    break;
+                bi = P->pos_start[e];
+                s = e - 1;
+                goto stepped;
+            }
             if (step_clean(P, s)) {
                 if ((st = step_copy(P, s, out, err)) != REMAT_OK)
                     break;
@@ -555,12 +643,22 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
         }
         if ((st = step_frees(P, s)) != REMAT_OK)
             break;
+        /* A step made here: its changes are dirty candidates, and its
+         * signature is the base's should this build be adopted. */
+        for (size_t i = c0; i < out->n && !P->sig_off; i++)
+            remat__policy_dirty_from(P, out->ins[i]);
+        if (!P->sig_off) {
+            remat__policy_sig_of(P, out->ins, c0, out->n, s, P->csig + (size_t)P->n_real * SIG_WORDS);
+            P->real[P->n_real++] = s;
+        }
     stepped:
         if (s < s_hi || s + 1 >= n_op_steps)
             continue;
         /* Past the window: the join, where the residency is the base's. */
-        for (; bi < P->pos_start[s + 1]; bi++)
+        for (; bi < P->pos_start[s + 1]; bi++) {
+            remat__policy_dirty_from(P, b->ins[bi]);
             shadow_apply(P, b->ins[bi]);
+        }
         if (B->ndiff == 0) {
             B->shadow = NULL;
             P->last_join = s + 1;
@@ -568,6 +666,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
             P->base_at = bi;
             if ((st = append(out, b->ins + bi, b->n - bi, err)) != REMAT_OK)
                 return st;
+            P->last_sig_off = P->sig_off;
             P->last_ok = 1;
             return REMAT_OK;
         }
@@ -580,6 +679,7 @@ remat_status remat__policy_build(remat__policy *P, const uint8_t *keep, remat_sc
     P->cand_at = P->base_at = 0;
     if ((st = remat__builder_opt(B)) != REMAT_OK)
         return st;
+    P->last_sig_off = P->sig_off;
     P->last_ok = 1;
     return REMAT_OK;
 }
@@ -605,6 +705,13 @@ remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, rema
             }
         }
     }
+    if (P->last_sig_off)
+        P->sig_ok = 0; /* the steps it made are not signed */
+    else
+        for (uint32_t k = 0; k < P->n_real; k++)
+            memcpy(P->sig + (size_t)P->real[k] * SIG_WORDS, P->csig + (size_t)k * SIG_WORDS,
+                   SIG_WORDS * sizeof *P->sig);
+    P->n_real = 0;
     remat_schedule_clear(&P->base);
     remat_status st = append(&P->base, s->ins, s->n, err);
     if (st != REMAT_OK) {
@@ -614,6 +721,7 @@ remat_status remat__policy_adopt(remat__policy *P, const remat_schedule *s, rema
     size_t nt = g->n_tensors ? g->n_tensors : 1;
     memcpy(P->bstep, P->fstep, nt * sizeof *P->bstep);
     memcpy(P->bpin, P->fpin, nt);
+    remat__policy_bd_reset(P);
     P->last_ok = 0;
     return REMAT_OK;
 }

@@ -88,6 +88,12 @@ struct remat__delta {
     size_t *pos_fwd, *pos_bwd; /* op -> index of its FWD / BWD in the base (SIZE_MAX: none) */
     uint32_t *touch_off, *touch; /* storage -> the base's instructions that touch it (CSR, nt + 1 offsets) */
     size_t touch_cap;
+    /* The touches in instruction order, (storage, instruction) pairs: a new
+     * base keeps those of the prefix it shares with the last one and reads
+     * only its own instructions after it. pairs_upto: the instructions they
+     * cover (0: none valid). */
+    uint32_t *pairs;
+    size_t n_pairs, pairs_cap, pairs_upto;
     uint32_t *members_off, *members; /* storage -> its tensors (itself and its views) */
     uint32_t *stor;          /* tensor -> its storage: a dense copy for the passes over every
                               * tensor or touch (a tensor record is a cache line of its own) */
@@ -192,6 +198,7 @@ void remat__delta_destroy(remat__delta *d)
     remat__free(d->pos_bwd);
     remat__free(d->touch_off);
     remat__free(d->touch);
+    remat__free(d->pairs);
     remat__free(d->members_off);
     remat__free(d->members);
     remat__free(d->mark);
@@ -307,13 +314,13 @@ static int is_anchor(remat_instr in)
     return in.kind == REMAT_I_FWD || in.kind == REMAT_I_BWD;
 }
 
-/* Counts (fill = 0) or records (fill = 1) the base's touches of each
- * storage: the tensors whose residency an instruction reads or changes. */
-static void touch_pass(remat__delta *d, int fill)
+/* Appends the base's touches of instructions [from, n) to the pairs: the
+ * tensors whose residency an instruction reads or changes, by storage. */
+static remat_status touch_pairs(remat__delta *d, size_t from, remat_err *err)
 {
     const remat_graph *g = d->a->g;
     const remat_schedule *b = &d->base;
-    for (size_t i = 0; i < b->n; i++) {
+    for (size_t i = from; i < b->n; i++) {
         remat_instr in = b->ins[i];
         const uint32_t *l1 = NULL, *l2 = NULL;
         uint32_t n1 = 0, n2 = 0;
@@ -329,28 +336,56 @@ static void touch_pass(remat__delta *d, int fill)
             l1 = &b->ins[i].arg;
             n1 = 1;
         }
+        if (d->n_pairs + 2 * ((size_t)n1 + n2) > d->pairs_cap) {
+            size_t cap = d->pairs_cap ? d->pairs_cap : 1024;
+            while (cap < d->n_pairs + 2 * ((size_t)n1 + n2))
+                cap *= 2;
+            uint32_t *p = remat__realloc(d->pairs, cap * sizeof *p);
+            if (!p)
+                return remat_err_set(err, REMAT_ENOMEM, "out of memory replaying");
+            d->pairs = p;
+            d->pairs_cap = cap;
+        }
         for (uint32_t k = 0; k < n1 + n2; k++) {
-            uint32_t st = d->stor[k < n1 ? l1[k] : l2[k - n1]];
-            if (fill)
-                d->touch[d->touch_off[st]++] = (uint32_t)i;
-            else
-                d->touch_off[st + 1]++;
+            d->pairs[d->n_pairs++] = d->stor[k < n1 ? l1[k] : l2[k - n1]];
+            d->pairs[d->n_pairs++] = (uint32_t)i;
         }
     }
+    return REMAT_OK;
 }
 
-/* The touch lists of the base (a CSR by storage, each list ascending). */
-static remat_status build_touches(remat__delta *d, remat_err *err)
+/* The touch lists of the base (a CSR by storage, each list ascending),
+ * from its touches in instruction order: those of the first `keep`
+ * instructions are the last base's (the same instructions), the rest read
+ * again. */
+static remat_status build_touches(remat__delta *d, size_t keep, remat_err *err)
 {
-    memset(d->touch_off, 0, (d->nt + 1) * sizeof *d->touch_off);
-    touch_pass(d, 0);
-    uint64_t total = 0;
-    for (size_t t = 0; t < d->nt; t++) {
-        total += d->touch_off[t + 1];
-        if (total > UINT32_MAX || d->base.n > UINT32_MAX)
-            return REMAT_EUNSUPPORTED; /* no jumps on a schedule this long */
-        d->touch_off[t + 1] = (uint32_t)total;
+    if (d->base.n > UINT32_MAX)
+        return REMAT_EUNSUPPORTED; /* no jumps on a schedule this long */
+    /* The pairs of the shared prefix: those before the first pair of an
+     * instruction at or after keep (pairs ascend by instruction). */
+    size_t lo = 0, hi = keep > 0 ? d->n_pairs / 2 : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->pairs[2 * mid + 1] < keep)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    d->n_pairs = 2 * lo;
+    remat_status st = touch_pairs(d, keep, err);
+    if (st != REMAT_OK) {
+        d->n_pairs = 0;
+        return st;
+    }
+    const size_t total = d->n_pairs / 2;
+    if (total > UINT32_MAX)
+        return REMAT_EUNSUPPORTED;
+    memset(d->touch_off, 0, (d->nt + 1) * sizeof *d->touch_off);
+    for (size_t k = 0; k < total; k++)
+        d->touch_off[d->pairs[2 * k] + 1]++;
+    for (size_t t = 0; t < d->nt; t++)
+        d->touch_off[t + 1] += d->touch_off[t];
     if (total > d->touch_cap) {
         uint32_t *p = remat__array(total, sizeof *p);
         if (!p)
@@ -359,10 +394,12 @@ static remat_status build_touches(remat__delta *d, remat_err *err)
         d->touch = p;
         d->touch_cap = total;
     }
-    touch_pass(d, 1);
+    for (size_t k = 0; k < total; k++)
+        d->touch[d->touch_off[d->pairs[2 * k]]++] = d->pairs[2 * k + 1];
     for (size_t t = d->nt; t > 0; t--)
         d->touch_off[t] = d->touch_off[t - 1];
     d->touch_off[0] = 0;
+    d->pairs_upto = d->base.n;
     return REMAT_OK;
 }
 
@@ -408,6 +445,16 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
         *f = d->base_fig; /* the same base again (a search that starts where the last one ended) */
         return REMAT_OK;
     }
+    /* The instructions s shares with the last base whose touches are
+     * known: build_touches keeps theirs. */
+    size_t shared = 0;
+    if (d->pairs_upto > 0) {
+        const size_t nmin = s->n < d->pairs_upto ? s->n : d->pairs_upto;
+        while (shared < nmin && s->ins[shared].kind == d->base.ins[shared].kind &&
+               s->ins[shared].arg == d->base.ins[shared].arg)
+            shared++;
+    }
+    d->pairs_upto = 0;
     d->base_ok = 0;
     d->n_snap = 0;
     remat_schedule_clear(&d->base);
@@ -506,7 +553,7 @@ remat_status remat__delta_base(remat__delta *d, const remat_schedule *s, remat__
         d->blk_total[k] = mt;
         d->blk_act[k] = ma;
     }
-    st = build_touches(d, err);
+    st = build_touches(d, shared, err);
     if (st == REMAT_EUNSUPPORTED) {
         d->n_snap = 0; /* figures right, no snapshots */
         return REMAT_OK;
