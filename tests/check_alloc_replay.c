@@ -71,6 +71,23 @@ static uint64_t check_schedule(const remat_analysis *a, const remat_schedule *s,
     assert_disjoint(&t, sp.offsets, sp.arena_bytes, "static best");
     ck_assert_int_eq(remat_alloc_verify(&t, sp.offsets, sp.arena_bytes, &err), REMAT_OK);
     uint64_t arena = sp.arena_bytes;
+    /* Where only the best counts (stop_at_bound: plan files, compare's arena
+     * column, the arena warning), passes stop early, at the bound or once
+     * they cannot win: the same arena, and the same layout unless an arena
+     * at the bound stopped the search before a tie-winning pass. */
+    remat_static_options so;
+    remat_static_options_init(&so);
+    so.stop_at_bound = 1;
+    remat_static_result quick;
+    ck_assert_int_eq(remat_alloc_static_plan(&t, &so, &quick, &err), REMAT_OK);
+    ck_assert_msg(quick.arena_bytes == sp.arena_bytes, "%s: stop_at_bound arena %llu, full %llu", what,
+                  (unsigned long long)quick.arena_bytes, (unsigned long long)sp.arena_bytes);
+    if (sp.arena_bytes > sp.lower_bound) {
+        ck_assert_int_eq(quick.chosen, sp.chosen);
+        for (size_t k = 0; k < t.n; k++)
+            ck_assert_uint_eq(quick.offsets[k], sp.offsets[k]);
+    }
+    remat_static_result_destroy(&quick);
     /* Each algorithm's own layout is disjoint too. */
     for (int i = 0; i < REMAT_STATIC_N_ALGOS; i++) {
         remat_static_result one;

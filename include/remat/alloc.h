@@ -199,7 +199,8 @@ int remat_static_algo_parse(const char *name, remat_static_algo *out);
 typedef struct remat_static_options {
     remat_static_algo algo;
     uint64_t work_limit; /* greedy passes: conflict checks before a pass gives up (0: the default) */
-    int stop_at_bound;   /* BEST: stop at the first arena equal to the lower bound (it cannot be beaten) */
+    int stop_at_bound;   /* BEST: stop at the first arena equal to the lower bound (it cannot be beaten), and
+                          * stop a pass once its arena is above the best so far (reported as not run) */
     uint32_t algos;      /* BEST: bit (1 << algo) for each algorithm to try; 0 tries all */
 } remat_static_options;
 

@@ -322,9 +322,11 @@ found:
 }
 
 /* Places the non-resident intervals in the order of recs above base.
- * Returns 0 on success, 1 when the work bound was hit, -1 out of memory. */
+ * Returns 0 on success, 1 when the work bound was hit or the arena went
+ * above cutoff (the pass cannot win then: an arena only grows), -1 out of
+ * memory. */
 static int greedy(const remat_alloc_trace *t, const sort_rec *recs, size_t m, uint64_t base, uint64_t work_limit,
-                  uint64_t *off, uint64_t *arena)
+                  uint64_t cutoff, uint64_t *off, uint64_t *arena)
 {
     const remat_alloc_interval *iv = t->iv;
     placed P = {NULL, NULL, NULL, 0, 0};
@@ -344,6 +346,10 @@ static int greedy(const remat_alloc_trace *t, const sort_rec *recs, size_t m, ui
         off[k] = cand;
         if (cand + iv[k].bytes > top)
             top = cand + iv[k].bytes;
+        if (top > cutoff) {
+            rc = 1;
+            break;
+        }
     }
     placed_destroy(&P);
     *arena = top;
@@ -353,7 +359,7 @@ static int greedy(const remat_alloc_trace *t, const sort_rec *recs, size_t m, ui
 /* Runs one greedy order into off (every interval). Returns REMAT_OK with
  * *gave_up set when the work bound stopped it. */
 static remat_status run_greedy(const remat_alloc_trace *t, remat_static_algo algo, uint64_t work_limit,
-                               uint64_t *off, uint64_t *arena, int *gave_up, remat_err *err)
+                               uint64_t cutoff, uint64_t *off, uint64_t *arena, int *gave_up, remat_err *err)
 {
     size_t n = t->n, m = 0;
     uint64_t base = 0;
@@ -380,7 +386,7 @@ static remat_status run_greedy(const remat_alloc_trace *t, remat_static_algo alg
         }
     }
     qsort(recs, m, sizeof *recs, cmp_rec);
-    int rc = greedy(t, recs, m, base, work_limit, off, arena);
+    int rc = greedy(t, recs, m, base, work_limit, cutoff, off, arena);
     remat__free(recs);
     if (rc < 0)
         return remat_err_set(err, REMAT_ENOMEM, "out of memory planning offsets");
@@ -440,7 +446,11 @@ remat_status remat_alloc_static_plan(const remat_alloc_trace *t, const remat_sta
             }
             remat_alloc_result_destroy(&bf);
         } else {
-            st = run_greedy(t, al, limit, cur, &arena, &gave_up, err);
+            /* Where only the best layout counts (stop_at_bound), a pass
+             * stops as soon as its arena passes the best so far: it
+             * would lose even a tie then. */
+            st = run_greedy(t, al, limit, o->stop_at_bound && have ? out->arena_bytes : UINT64_MAX, cur, &arena,
+                            &gave_up, err);
         }
         if (st != REMAT_OK)
             break;
