@@ -329,9 +329,6 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->dirty = remat__array(nt, sizeof *P->dirty);
         P->dirty_mark = remat__calloc(nt, sizeof *P->dirty_mark);
         P->force = remat__calloc(ns, sizeof *P->force);
-        if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
-            !P->dmark || !P->real || !P->dirty || !P->dirty_mark || !P->force)
-            return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
         /* prepare_edit's tables: only a policy with a base edits. */
         const size_t na = P->n_acts ? P->n_acts : 1;
         P->pkeep = remat__calloc(nt, 1);
@@ -340,18 +337,10 @@ remat_status remat__policy_base(remat__policy *P, const uint8_t *keep, remat_sch
         P->hmark = remat__calloc(na, sizeof *P->hmark);
         P->bd = remat__array(nt, sizeof *P->bd);
         P->bd_mark = remat__calloc(nt, sizeof *P->bd_mark);
-        if (!P->pkeep || !P->kpos || !P->heap || !P->hmark || !P->bd || !P->bd_mark) {
-            /* None of them, then: builds go on without edits (pkeep) or bd. */
-            remat__free(P->pkeep);
-            remat__free(P->kpos);
-            remat__free(P->heap);
-            remat__free(P->hmark);
-            remat__free(P->bd);
-            remat__free(P->bd_mark);
-            P->pkeep = NULL;
-            P->kpos = P->heap = P->hmark = P->bd = P->bd_mark = NULL;
+        if (!P->bstep || !P->bpin || !P->shadow || !P->pos_start || !P->pos_main || !P->cpos_start || !P->cpos_main ||
+            !P->dmark || !P->real || !P->dirty || !P->dirty_mark || !P->force || !P->pkeep || !P->kpos || !P->heap ||
+            !P->hmark || !P->bd || !P->bd_mark)
             return remat_err_set(err, REMAT_ENOMEM, "out of memory building the schedule");
-        }
         for (size_t t = 0; t < nt; t++)
             P->kpos[t] = UINT32_MAX;
         for (uint32_t k = 0; k < P->n_acts; k++)
